@@ -1,0 +1,58 @@
+// Algorithms: schedules of sends, receives and reductions over the transport interface
+// only. Each function runs one collective to completion on the calling thread.
+//
+// Shared conventions:
+//  - args.count is the count of the collective as the user called it (per-rank count for
+//    reduce-scatter and all-gather, per-peer count for all-to-all).
+//  - args.op is SUM, PROD, MIN or MAX: the core turns AVG and PREMUL_SUM into SUM plus a
+//    scale before calling an algorithm.
+//  - In-place layouts are those of the public API (collx.h); out-of-place buffers do not
+//    overlap. sendbuf is never written.
+//  - Every message uses transport::coll_tag(args.desc.seq, step) with steps unique within
+//    the collective, and carries args.desc.
+//  - On any error, every request still pending is cancelled before returning, so no
+//    transport touches the caller's buffers afterwards.
+//  - World size 1, count 0 and any world size (primes, non-powers of two) work.
+#pragma once
+
+#include <cstddef>
+
+#include "collx/collx.h"
+#include "lib/common/deadline.h"
+#include "lib/common/scratch.h"
+#include "lib/common/status.h"
+#include "transports/transport.h"
+
+namespace collx {
+namespace algo {
+
+struct Context {
+  transport::Transport* transport = nullptr;
+  int rank = 0;
+  int size = 1;
+  size_t chunk_bytes = 512 * 1024;  // pipeline chunk (COLLX_CHUNK_SIZE)
+  ScratchPool* scratch = nullptr;   // reusable temporary buffers of the communicator
+};
+
+struct CollArgs {
+  const void* sendbuf = nullptr;
+  void* recvbuf = nullptr;
+  size_t count = 0;
+  collx_datatype_t datatype = COLLX_FLOAT32;
+  collx_op_t op = COLLX_SUM;
+  int root = 0;
+  transport::OpDesc desc;
+  Deadline deadline = Deadline::never();
+};
+
+Status allreduce_ring(const Context& ctx, const CollArgs& args);
+Status allreduce_recursive_doubling(const Context& ctx, const CollArgs& args);
+Status reduce_scatter_ring(const Context& ctx, const CollArgs& args);
+Status allgather_ring(const Context& ctx, const CollArgs& args);
+Status broadcast_binomial(const Context& ctx, const CollArgs& args);
+Status reduce_binomial(const Context& ctx, const CollArgs& args);
+Status alltoall_pairwise(const Context& ctx, const CollArgs& args);
+Status barrier_dissemination(const Context& ctx, const CollArgs& args);
+
+}  // namespace algo
+}  // namespace collx

@@ -1,0 +1,384 @@
+/* collx: collective communication with a C ABI.
+ *
+ * Conventions that hold for every declaration below:
+ *  - Every function returns collx_status_t (0 = success, > 0 = a state, < 0 = an error).
+ *    After an error, collx_last_error(comm) holds a message naming what was wrong.
+ *  - Handles are opaque pointers. A handle is created by exactly one call and released by
+ *    exactly one call (destroy / free); nothing else frees it.
+ *  - Structs that cross the ABI start with `size_t size` (sizeof the struct the caller
+ *    compiled with) and are filled by an init function first, so a struct can be built
+ *    field by field from any language: call the init function, then set fields. Fields are
+ *    only ever appended, never reordered. All enum-valued fields are int32_t.
+ *  - Counts are in elements of the given datatype, never bytes.
+ *  - Buffers are borrowed: collx never keeps a pointer to a caller's buffer after the call
+ *    (blocking forms) or after the request completes (nonblocking forms).
+ *  - Thread safety: different communicators may be used from different threads freely.
+ *    One communicator may be used by one thread at a time, except for collx_comm_abort,
+ *    collx_test, collx_wait, collx_request_free, collx_last_error and the rank/size
+ *    queries, which any thread may call at any time.
+ *  - Every blocking call ends by a deadline (the communicator's timeout unless the call's
+ *    options give another) with COLLX_ERR_TIMEOUT naming what it waited for.
+ */
+#ifndef COLLX_COLLX_H_
+#define COLLX_COLLX_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collx/collx_status.h"
+#include "collx/collx_version.h"
+
+#if defined(_WIN32)
+#define COLLX_API
+#else
+#define COLLX_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------
+ * Handles
+ * ------------------------------------------------------------------------------------- */
+
+/* A group of ranks that run collectives together. */
+typedef struct collx_comm_s* collx_comm_t;
+/* An operation started by a collx_i* call; completed by collx_test/collx_wait. */
+typedef struct collx_request_s* collx_request_t;
+/* A key-value store used to bootstrap communicators (TCP, file or in-memory). */
+typedef struct collx_store_s* collx_store_t;
+
+/* ---------------------------------------------------------------------------------------
+ * Version and status
+ * ------------------------------------------------------------------------------------- */
+
+/* Version of the library actually loaded (may differ from the COLLX_VERSION_* macros the
+ * caller compiled with; the same major version means the same ABI). Any pointer may be NULL. */
+COLLX_API collx_status_t collx_get_version(int* major, int* minor, int* patch);
+/* "MAJOR.MINOR.PATCH"; a static string, never freed. */
+COLLX_API const char* collx_get_version_string(void);
+
+/* "COLLX_ERR_TIMEOUT" etc.; a static string. Unknown codes give "COLLX_UNKNOWN_STATUS". */
+COLLX_API const char* collx_status_name(collx_status_t status);
+/* A one-line description of the code; a static string. */
+COLLX_API const char* collx_status_string(collx_status_t status);
+
+/* The message of the last failed call on `comm` (NULL: of the last failed call on this
+ * thread that had no communicator, e.g. collx_comm_create). The string stays valid until
+ * the next collx call on the same communicator (or thread, for NULL); "" when none. */
+COLLX_API const char* collx_last_error(collx_comm_t comm);
+
+/* ---------------------------------------------------------------------------------------
+ * Datatypes, reduction operations, algorithms, memory kinds, transports
+ * ------------------------------------------------------------------------------------- */
+
+typedef enum collx_datatype {
+  COLLX_INT8 = 0,
+  COLLX_UINT8 = 1,
+  COLLX_INT32 = 2,
+  COLLX_UINT32 = 3,
+  COLLX_INT64 = 4,
+  COLLX_UINT64 = 5,
+  COLLX_FLOAT16 = 6,  /* IEEE 754 binary16; reduced in float32, rounded once to nearest even */
+  COLLX_BFLOAT16 = 7, /* bfloat16; reduced in float32, rounded once to nearest even */
+  COLLX_FLOAT32 = 8,
+  COLLX_FLOAT64 = 9,
+  COLLX_NUM_DATATYPES = 10
+} collx_datatype_t;
+
+typedef enum collx_op {
+  COLLX_SUM = 0,
+  COLLX_PROD = 1,
+  COLLX_MIN = 2,
+  COLLX_MAX = 3,
+  /* Sum divided by the number of ranks. Integers: the sum is divided with truncation
+   * toward zero (as NCCL). Floating point: computed in the type's precision. */
+  COLLX_AVG = 4,
+  /* Each rank's input is multiplied by collx_opts_t.premul_scalar (converted to the
+   * datatype) before the sum, as NCCL's ncclRedOpCreatePreMulSum with a host scalar. */
+  COLLX_PREMUL_SUM = 5,
+  COLLX_NUM_OPS = 6
+} collx_op_t;
+
+/* Collective kinds, used in options, in explanations and in error messages. */
+typedef enum collx_coll {
+  COLLX_COLL_ALLREDUCE = 0,
+  COLLX_COLL_REDUCE_SCATTER = 1,
+  COLLX_COLL_ALLGATHER = 2,
+  COLLX_COLL_BROADCAST = 3,
+  COLLX_COLL_REDUCE = 4,
+  COLLX_COLL_ALLTOALL = 5,
+  COLLX_COLL_BARRIER = 6,
+  COLLX_COLL_SEND = 7,
+  COLLX_COLL_RECV = 8,
+  COLLX_NUM_COLLS = 9
+} collx_coll_t;
+
+/* Algorithms. COLLX_ALGO_AUTO lets the library choose by collective and size; the others
+ * force a schedule (COLLX_ERR_INVALID_ARG when it does not implement that collective).
+ * The environment variable COLLX_ALGO overrides AUTO (see collx-info). */
+typedef enum collx_algorithm {
+  COLLX_ALGO_AUTO = 0,
+  COLLX_ALGO_RING = 1,               /* allreduce, reduce_scatter, allgather */
+  COLLX_ALGO_RECURSIVE_DOUBLING = 2, /* allreduce (small messages) */
+  COLLX_ALGO_BINOMIAL = 3,           /* broadcast, reduce */
+  COLLX_ALGO_PAIRWISE = 4,           /* alltoall */
+  COLLX_ALGO_DISSEMINATION = 5,      /* barrier */
+  COLLX_ALGO_DIRECT = 6,             /* send/recv */
+  COLLX_NUM_ALGORITHMS = 7
+} collx_algorithm_t;
+
+/* Where a buffer lives. AUTO asks the library to find out (host unless CUDA says so). */
+typedef enum collx_mem_kind {
+  COLLX_MEM_AUTO = 0,
+  COLLX_MEM_HOST = 1,
+  COLLX_MEM_CUDA = 2
+} collx_mem_kind_t;
+
+/* Transports, as a bit mask for collx_config_t.transports. */
+#define COLLX_TRANSPORT_TCP 0x1u
+#define COLLX_TRANSPORT_SHM 0x2u
+#define COLLX_TRANSPORT_UCX 0x4u
+#define COLLX_TRANSPORT_NCCL 0x8u
+
+/* Name of a datatype ("float32"), op ("sum"), collective ("allreduce") or algorithm
+ * ("ring"); static strings; "unknown" for values out of range. */
+COLLX_API const char* collx_datatype_name(collx_datatype_t datatype);
+COLLX_API const char* collx_op_name(collx_op_t op);
+COLLX_API const char* collx_coll_name(collx_coll_t coll);
+COLLX_API const char* collx_algorithm_name(collx_algorithm_t algorithm);
+/* Size in bytes of one element; 0 for an unknown datatype. */
+COLLX_API size_t collx_datatype_size(collx_datatype_t datatype);
+/* Parse a name as printed by the *_name functions (case-insensitive; "half", "float",
+ * "double", "bf16", "fp16" are accepted too). COLLX_ERR_INVALID_ARG for unknown names. */
+COLLX_API collx_status_t collx_datatype_from_name(const char* name, collx_datatype_t* out);
+COLLX_API collx_status_t collx_op_from_name(const char* name, collx_op_t* out);
+COLLX_API collx_status_t collx_algorithm_from_name(const char* name, collx_algorithm_t* out);
+
+/* ---------------------------------------------------------------------------------------
+ * Bootstrap store
+ * ------------------------------------------------------------------------------------- */
+
+/* Connect to (is_server = 0) or host (is_server = 1) a TCP store at "host:port".
+ * A hosted server runs on a background thread until collx_store_destroy and every
+ * communicator created from the store are gone. timeout_ms bounds the connection (< 0:
+ * the default COLLX_TIMEOUT_MS). */
+COLLX_API collx_status_t collx_store_create_tcp(const char* addr, int is_server, int64_t timeout_ms,
+                                                collx_store_t* out);
+/* A store kept as files in a directory shared by every rank (created if missing). */
+COLLX_API collx_status_t collx_store_create_file(const char* directory, collx_store_t* out);
+/* A store in this process's memory, for ranks run as threads of one process. */
+COLLX_API collx_status_t collx_store_create_memory(collx_store_t* out);
+/* Release the caller's reference. Communicators created from the store keep their own. */
+COLLX_API collx_status_t collx_store_destroy(collx_store_t store);
+
+/* Key-value operations. Values are bytes; keys are NUL-terminated strings (at most 4096
+ * bytes). All are thread-safe on one store handle. */
+COLLX_API collx_status_t collx_store_set(collx_store_t store, const char* key, const void* value,
+                                         size_t value_size);
+/* Waits up to timeout_ms (< 0: COLLX_TIMEOUT_MS) for the key, then copies at most
+ * `capacity` bytes to `value` and its full size to *value_size. */
+COLLX_API collx_status_t collx_store_get(collx_store_t store, const char* key, void* value,
+                                         size_t capacity, size_t* value_size, int64_t timeout_ms);
+/* Adds `delta` to the integer stored as decimal text under key (0 when missing). */
+COLLX_API collx_status_t collx_store_add(collx_store_t store, const char* key, int64_t delta,
+                                         int64_t* new_value);
+/* Waits until every key exists, or COLLX_ERR_TIMEOUT naming the first missing one. */
+COLLX_API collx_status_t collx_store_wait(collx_store_t store, const char* const* keys,
+                                          size_t num_keys, int64_t timeout_ms);
+COLLX_API collx_status_t collx_store_delete(collx_store_t store, const char* key);
+
+/* ---------------------------------------------------------------------------------------
+ * Communicators
+ * ------------------------------------------------------------------------------------- */
+
+/* How to create a communicator. Fill with collx_config_init, then set fields; a field left
+ * at its "unset" value takes the environment's value or the default. */
+typedef struct collx_config {
+  size_t size;          /* sizeof(collx_config_t) as compiled by the caller */
+  uint32_t version;     /* COLLX_VERSION_CODE of the caller's header */
+  int32_t rank;         /* this process's rank in [0, world_size); -1 = unset */
+  int32_t world_size;   /* number of ranks; -1 = unset */
+  const char* store_addr; /* "host:port" of the TCP store; NULL = unset. Rank 0 hosts the
+                             store there unless a server already listens (collx-run). */
+  collx_store_t store;  /* an existing store to bootstrap through (overrides store_addr);
+                           the communicator takes its own reference */
+  int64_t timeout_ms;   /* default deadline of every blocking call; -1 = COLLX_TIMEOUT_MS */
+  uint32_t transports;  /* COLLX_TRANSPORT_* mask allowed; 0 = COLLX_TRANSPORTS or all */
+  int32_t device;       /* CUDA device for device buffers; -1 = current device */
+  const char* name;     /* label used in logs and errors; NULL = "world" or derived */
+} collx_config_t;
+
+/* Fill *config with "unset" values and config->size = size. `size` must be
+ * sizeof(collx_config_t) as the caller knows it (older, smaller structs are accepted). */
+COLLX_API collx_status_t collx_config_init(collx_config_t* config, size_t size);
+
+/* Create this rank's member of a communicator of config->world_size ranks. Blocks until
+ * every rank has joined (or the timeout expires, naming the ranks that did not).
+ * Every rank must call it with the same world_size and store. */
+COLLX_API collx_status_t collx_comm_create(const collx_config_t* config, collx_comm_t* comm);
+
+/* As collx_comm_create with rank, size and store taken from the environment: COLLX_RANK,
+ * COLLX_WORLD_SIZE, COLLX_STORE_ADDR; else torchrun's RANK, WORLD_SIZE, MASTER_ADDR and
+ * MASTER_PORT (the collx store then listens on MASTER_PORT + 1, as torchrun's own store
+ * holds MASTER_PORT). `config` may be NULL; its set fields take precedence. */
+COLLX_API collx_status_t collx_comm_create_from_env(const collx_config_t* config,
+                                                    collx_comm_t* comm);
+
+/* Color value that keeps a rank out of every new communicator of a split. */
+#define COLLX_SPLIT_NOCOLOR (-1)
+
+/* MPI_Comm_split: ranks passing the same color form a new communicator, ordered by key
+ * then by their rank in `comm`. Collective over `comm`. A rank passing COLLX_SPLIT_NOCOLOR
+ * gets *newcomm = NULL. The new communicator is independent of `comm` (either may be
+ * destroyed first). */
+COLLX_API collx_status_t collx_comm_split(collx_comm_t comm, int32_t color, int32_t key,
+                                          collx_comm_t* newcomm);
+/* A new communicator with the same ranks. Collective over `comm`. */
+COLLX_API collx_status_t collx_comm_dup(collx_comm_t comm, collx_comm_t* newcomm);
+
+/* Release the communicator after its operations finish (pending nonblocking operations
+ * are waited for up to the timeout). Local: peers learn that this rank left; their later
+ * operations that need it fail with COLLX_ERR_REMOTE. NULL is accepted and ignored. */
+COLLX_API collx_status_t collx_comm_destroy(collx_comm_t comm);
+
+/* Stop everything on the communicator now: every waiting call on any thread returns
+ * COLLX_ERR_ABORTED, peers see this rank fail, later calls fail. Never blocks; safe from
+ * any thread. The handle must still be released with collx_comm_destroy. */
+COLLX_API collx_status_t collx_comm_abort(collx_comm_t comm);
+
+COLLX_API collx_status_t collx_comm_rank(collx_comm_t comm, int32_t* rank);
+COLLX_API collx_status_t collx_comm_size(collx_comm_t comm, int32_t* size);
+/* Rank among the ranks on this host, and how many ranks this host has. */
+COLLX_API collx_status_t collx_comm_local_rank(collx_comm_t comm, int32_t* local_rank);
+COLLX_API collx_status_t collx_comm_local_size(collx_comm_t comm, int32_t* local_size);
+/* COLLX_OK while healthy; else the fatal status that poisoned the communicator. */
+COLLX_API collx_status_t collx_comm_get_async_error(collx_comm_t comm, collx_status_t* error);
+
+/* ---------------------------------------------------------------------------------------
+ * Per-call options
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct collx_opts {
+  size_t size;           /* sizeof(collx_opts_t) as compiled by the caller */
+  int32_t algorithm;     /* collx_algorithm_t; COLLX_ALGO_AUTO = let the library choose */
+  int32_t mem_kind;      /* collx_mem_kind_t of the buffers; COLLX_MEM_AUTO = detect */
+  int64_t timeout_ms;    /* deadline of this call; -1 = the communicator's timeout */
+  double premul_scalar;  /* the scalar of COLLX_PREMUL_SUM (ignored by other ops) */
+  void* stream;          /* cudaStream_t for device buffers; NULL = the default stream */
+} collx_opts_t;
+
+/* Fill *opts with defaults (auto algorithm and memory kind, communicator timeout,
+ * premul_scalar 1). */
+COLLX_API collx_status_t collx_opts_init(collx_opts_t* opts, size_t size);
+
+/* ---------------------------------------------------------------------------------------
+ * Collectives. `opts` may be NULL. Every rank of the communicator must call the same
+ * collectives in the same order with the same count, datatype, op and root; otherwise the
+ * ranks involved get COLLX_ERR_MISMATCH naming both calls (never a hang or wrong data).
+ * A buffer may be NULL only when its count is 0. In-place forms follow NCCL: see each.
+ * ------------------------------------------------------------------------------------- */
+
+/* recvbuf[i] = op over ranks of sendbuf[i], for i < count, on every rank.
+ * In place: sendbuf == recvbuf. Otherwise the buffers must not overlap. */
+COLLX_API collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                         collx_datatype_t datatype, collx_op_t op,
+                                         collx_comm_t comm, const collx_opts_t* opts);
+
+/* sendbuf holds size * recvcount elements; rank r receives block r of the reduction.
+ * In place: recvbuf == sendbuf + rank * recvcount (in elements). */
+COLLX_API collx_status_t collx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                              collx_datatype_t datatype, collx_op_t op,
+                                              collx_comm_t comm, const collx_opts_t* opts);
+
+/* recvbuf (size * sendcount elements) gets every rank's sendbuf, in rank order.
+ * In place: sendbuf == recvbuf + rank * sendcount (in elements). */
+COLLX_API collx_status_t collx_allgather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                         collx_datatype_t datatype, collx_comm_t comm,
+                                         const collx_opts_t* opts);
+
+/* recvbuf on every rank gets root's sendbuf (sendbuf is read on the root only).
+ * In place: sendbuf == recvbuf on the root. */
+COLLX_API collx_status_t collx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
+                                         collx_datatype_t datatype, int32_t root,
+                                         collx_comm_t comm, const collx_opts_t* opts);
+
+/* The root's recvbuf gets the reduction of every rank's sendbuf (recvbuf is written on
+ * the root only and may be NULL elsewhere). In place: sendbuf == recvbuf on the root. */
+COLLX_API collx_status_t collx_reduce(const void* sendbuf, void* recvbuf, size_t count,
+                                      collx_datatype_t datatype, collx_op_t op, int32_t root,
+                                      collx_comm_t comm, const collx_opts_t* opts);
+
+/* Block j (count elements) of sendbuf goes to rank j, which stores it as block `rank` of
+ * its recvbuf. Both buffers hold size * count elements. Not in place: no overlap. */
+COLLX_API collx_status_t collx_alltoall(const void* sendbuf, void* recvbuf, size_t count,
+                                        collx_datatype_t datatype, collx_comm_t comm,
+                                        const collx_opts_t* opts);
+
+/* Returns when every rank has entered the barrier. */
+COLLX_API collx_status_t collx_barrier(collx_comm_t comm, const collx_opts_t* opts);
+
+/* Point to point. Messages from one sender with one tag arrive in the order sent. The
+ * receiver's count and datatype must equal the sender's (COLLX_ERR_MISMATCH otherwise).
+ * tag >= 0. collx_send returns when the buffer may be reused. */
+COLLX_API collx_status_t collx_send(const void* buf, size_t count, collx_datatype_t datatype,
+                                    int32_t peer, int32_t tag, collx_comm_t comm,
+                                    const collx_opts_t* opts);
+COLLX_API collx_status_t collx_recv(void* buf, size_t count, collx_datatype_t datatype,
+                                    int32_t peer, int32_t tag, collx_comm_t comm,
+                                    const collx_opts_t* opts);
+
+/* ---------------------------------------------------------------------------------------
+ * Nonblocking forms. They return at once with *request set; the operation runs on the
+ * communicator's progress thread, in call order with the other collectives of the
+ * communicator. Buffers must stay valid and untouched until the request completes.
+ * ------------------------------------------------------------------------------------- */
+
+COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                          collx_datatype_t datatype, collx_op_t op,
+                                          collx_comm_t comm, const collx_opts_t* opts,
+                                          collx_request_t* request);
+COLLX_API collx_status_t collx_ireduce_scatter(const void* sendbuf, void* recvbuf,
+                                               size_t recvcount, collx_datatype_t datatype,
+                                               collx_op_t op, collx_comm_t comm,
+                                               const collx_opts_t* opts, collx_request_t* request);
+COLLX_API collx_status_t collx_iallgather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                          collx_datatype_t datatype, collx_comm_t comm,
+                                          const collx_opts_t* opts, collx_request_t* request);
+COLLX_API collx_status_t collx_ibroadcast(const void* sendbuf, void* recvbuf, size_t count,
+                                          collx_datatype_t datatype, int32_t root,
+                                          collx_comm_t comm, const collx_opts_t* opts,
+                                          collx_request_t* request);
+COLLX_API collx_status_t collx_ireduce(const void* sendbuf, void* recvbuf, size_t count,
+                                       collx_datatype_t datatype, collx_op_t op, int32_t root,
+                                       collx_comm_t comm, const collx_opts_t* opts,
+                                       collx_request_t* request);
+COLLX_API collx_status_t collx_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
+                                         collx_datatype_t datatype, collx_comm_t comm,
+                                         const collx_opts_t* opts, collx_request_t* request);
+COLLX_API collx_status_t collx_ibarrier(collx_comm_t comm, const collx_opts_t* opts,
+                                        collx_request_t* request);
+COLLX_API collx_status_t collx_isend(const void* buf, size_t count, collx_datatype_t datatype,
+                                     int32_t peer, int32_t tag, collx_comm_t comm,
+                                     const collx_opts_t* opts, collx_request_t* request);
+COLLX_API collx_status_t collx_irecv(void* buf, size_t count, collx_datatype_t datatype,
+                                     int32_t peer, int32_t tag, collx_comm_t comm,
+                                     const collx_opts_t* opts, collx_request_t* request);
+
+/* *done = 1 and returns the operation's status once it finished; *done = 0 and COLLX_OK
+ * while it runs. Never blocks. */
+COLLX_API collx_status_t collx_test(collx_request_t request, int* done);
+/* Waits up to timeout_ms (< 0: until the operation ends; its own deadline still applies)
+ * and returns the operation's status, or COLLX_IN_PROGRESS if it is still running (the
+ * request stays valid; wait again or free it). */
+COLLX_API collx_status_t collx_wait(collx_request_t request, int64_t timeout_ms);
+/* Release the handle. An operation still running goes on to completion; its buffers must
+ * stay valid until then (a later blocking collective on the communicator ensures it). */
+COLLX_API collx_status_t collx_request_free(collx_request_t request);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* COLLX_COLLX_H_ */

@@ -1,0 +1,76 @@
+// The one registry of every COLLX_* setting: its name, type, default and meaning.
+// Nothing in collx reads a COLLX_* environment variable except through this file, and
+// collx-info / docs print this table, so documentation cannot drift from the code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "lib/common/status.h"
+
+namespace collx {
+
+enum class SettingType { kInt, kSize, kString, kBool };
+
+// X(ID, TYPE, DEFAULT, MEANING): the variable is COLLX_<ID>.
+#define COLLX_SETTINGS(X)                                                                          \
+  X(RANK, kInt, "", "Rank of this process (else RANK, SLURM_PROCID or OMPI_COMM_WORLD_RANK).")    \
+  X(WORLD_SIZE, kInt, "", "Number of ranks (else WORLD_SIZE, SLURM_NTASKS or OMPI_COMM_WORLD_SIZE).") \
+  X(LOCAL_RANK, kInt, "", "Rank among the ranks of this host (else LOCAL_RANK; derived if unset).") \
+  X(LOCAL_WORLD_SIZE, kInt, "", "Ranks on this host (else LOCAL_WORLD_SIZE; derived if unset).")   \
+  X(STORE_ADDR, kString, "", "host:port of the bootstrap TCP store (else MASTER_ADDR and MASTER_PORT+1).") \
+  X(TIMEOUT_MS, kInt, "600000", "Default deadline of every blocking call in milliseconds; -1 waits forever.") \
+  X(TRANSPORTS, kString, "", "Transports allowed, comma separated (tcp, shm, ucx, nccl); empty = all built.") \
+  X(ALGO, kString, "",                                                                             \
+    "Algorithm overrides: 'COLL:ALGO' or 'COLL:MIN-MAX:ALGO' rules separated by ';' "             \
+    "(sizes in bytes with K/M/G, 'inf'), e.g. 'allreduce:0-64K:recursive_doubling;allreduce:ring'.") \
+  X(CHUNK_SIZE, kSize, "512K", "Pipeline chunk of ring and tree algorithms, in bytes.")           \
+  X(SOCKET_IFNAME, kString, "",                                                                    \
+    "Network interfaces for TCP: prefixes separated by ',' ('^' excludes, '=' matches exactly); " \
+    "empty = the interface that routes to the store.")                                            \
+  X(TCP_NSOCKS, kInt, "2", "TCP sockets per peer; messages of TCP_STRIPE_MIN bytes or more are striped across them.") \
+  X(TCP_STRIPE_MIN, kSize, "256K", "Smallest message striped across several TCP sockets.")        \
+  X(UNEXPECTED_MAX, kSize, "256M",                                                                 \
+    "Bytes of unexpected messages (arrived before their receive was posted) buffered per "        \
+    "communicator before collx stops reading from the sender.")                                    \
+  X(DEBUG, kString, "WARN", "Log level: NONE, WARN, INFO or TRACE.")                              \
+  X(DEBUG_SUBSYS, kString, "ALL",                                                                  \
+    "Subsystems logged, comma separated: INIT, COLL, P2P, NET, STORE, TUNE, ALL; '^NAME' excludes.") \
+  X(DEBUG_FILE, kString, "", "Log to this file instead of stderr; %h becomes the host name, %p the pid.")
+
+enum class SettingId {
+#define COLLX_SETTING_ID_(id, type, def, meaning) id,
+  COLLX_SETTINGS(COLLX_SETTING_ID_)
+#undef COLLX_SETTING_ID_
+      kCount
+};
+
+struct SettingInfo {
+  SettingId id;
+  const char* name;           // "COLLX_TIMEOUT_MS"
+  SettingType type;
+  const char* default_value;  // "" = no default (unset)
+  const char* meaning;
+};
+
+const SettingInfo& setting_info(SettingId id);
+const SettingInfo* all_settings(size_t* count);
+
+// The raw value: the environment's when set (even empty), else the default.
+std::string setting_raw(SettingId id);
+// True when the environment sets the variable.
+bool setting_is_set(SettingId id);
+
+// Typed reads. A malformed value is COLLX_ERR_INVALID_ARG naming the variable and value.
+// An unset value without a default leaves *out untouched and returns OK with *found = false
+// when `found` is given.
+Status setting_int(SettingId id, int64_t* out, bool* found = nullptr);
+Status setting_size(SettingId id, uint64_t* out, bool* found = nullptr);
+Status setting_bool(SettingId id, bool* out, bool* found = nullptr);
+
+// "64K" -> 65536, "1M", "2G", "123", "inf" (-> UINT64_MAX when allow_inf). Returns false on
+// malformed input.
+bool parse_size(const std::string& text, uint64_t* out, bool allow_inf = false);
+
+}  // namespace collx
