@@ -1,19 +1,29 @@
-# Sources of a layer: every .cc in the folder except tests (*_test.cc) and fuzz targets.
-function(collx_add_layer_sources target dir)
+# A layer: an object library of every .cc in the folder except tests (*_test.cc) and fuzz
+# targets (*_fuzz.cc). An empty folder gets a placeholder so the target always exists.
+function(collx_add_layer target dir)
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${dir}/*.cc)
   list(FILTER sources EXCLUDE REGEX "_(test|fuzz)\\.cc$")
-  target_sources(${target} PRIVATE ${sources})
+  if(NOT sources)
+    set(placeholder ${CMAKE_BINARY_DIR}/empty_${target}.cc)
+    file(WRITE ${placeholder} "// ${dir} has no sources yet\n")
+    set(sources ${placeholder})
+  endif()
+  add_library(${target} OBJECT ${sources})
+  target_link_libraries(${target} PUBLIC collx_headers)
 endfunction()
 
 # collx_add_test(NAME name SOURCES a.cc b.cc [TIMEOUT seconds] [LABELS l...] [SERIAL]
 #                [LIBS ...]): a GoogleTest executable run by ctest as one test.
 function(collx_add_test)
   cmake_parse_arguments(T "SERIAL" "NAME;TIMEOUT" "SOURCES;LABELS;LIBS" ${ARGN})
+  if(NOT T_LIBS)
+    set(T_LIBS collx_internal)
+  endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE collx_internal collx_test_support GTest::gtest GTest::gtest_main ${T_LIBS})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} collx_headers GTest::gtest GTest::gtest_main)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT})
   if(T_LABELS)
@@ -25,11 +35,13 @@ function(collx_add_test)
 endfunction()
 
 # Every *_test.cc in a source folder becomes its own test executable (tests live beside
-# their subject).
+# their subject), linked with the layers named after LIBS (object libraries are not
+# transitive, so name every layer needed).
 function(collx_add_folder_tests dir)
+  cmake_parse_arguments(F "" "" "LIBS" ${ARGN})
   file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${dir}/*_test.cc)
   foreach(test ${tests})
     get_filename_component(name ${test} NAME_WE)
-    collx_add_test(NAME ${name} SOURCES ${test} TIMEOUT 300 LABELS unit)
+    collx_add_test(NAME ${name} SOURCES ${test} TIMEOUT 300 LABELS unit LIBS ${F_LIBS})
   endforeach()
 endfunction()

@@ -273,6 +273,13 @@ typedef struct collx_opts {
  * premul_scalar 1). */
 COLLX_API collx_status_t collx_opts_init(collx_opts_t* opts, size_t size);
 
+/* The algorithm collx would run for this collective, count and datatype on `comm` given
+ * `opts` (NULL = defaults): the forced one, the COLLX_ALGO override, or the default choice by
+ * size. Local, never communicates. Lets tools print the algorithm next to their results. */
+COLLX_API collx_status_t collx_select_algorithm(collx_comm_t comm, collx_coll_t coll, size_t count,
+                                                collx_datatype_t datatype, const collx_opts_t* opts,
+                                                collx_algorithm_t* algorithm);
+
 /* ---------------------------------------------------------------------------------------
  * Collectives. `opts` may be NULL. Every rank of the communicator must call the same
  * collectives in the same order with the same count, datatype, op and root; otherwise the
