@@ -18,6 +18,13 @@ constexpr uint32_t kNet = 1u << 3;
 constexpr uint32_t kStore = 1u << 4;
 constexpr uint32_t kTune = 1u << 5;
 constexpr uint32_t kAll = 0xffffffffu;
+// Spelled as in COLLX_DEBUG_SUBSYS, for the COLLX_WARN(NET, ...) macros below.
+constexpr uint32_t INIT = kInit;
+constexpr uint32_t COLL = kColl;
+constexpr uint32_t P2P = kP2P;
+constexpr uint32_t NET = kNet;
+constexpr uint32_t STORE = kStore;
+constexpr uint32_t TUNE = kTune;
 }  // namespace log_subsys
 
 namespace detail {

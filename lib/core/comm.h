@@ -1,0 +1,176 @@
+// The communicator: a group of ranks, its transport, its settings, its sequence of
+// collectives and its health. The C API (lib/api) is a thin shell over this class.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "collx/collx.h"
+#include "lib/common/scratch.h"
+#include "lib/common/status.h"
+#include "lib/core/executor.h"
+#include "lib/core/launch_env.h"
+#include "lib/core/selection.h"
+#include "lib/core/store_bootstrap.h"
+#include "transports/transport.h"
+
+namespace collx {
+
+// One call as the user made it (after the C API read its arguments and options).
+struct CollCall {
+  collx_coll_t coll = COLLX_COLL_ALLREDUCE;
+  const void* sendbuf = nullptr;
+  void* recvbuf = nullptr;
+  size_t count = 0;
+  collx_datatype_t datatype = COLLX_FLOAT32;
+  collx_op_t op = COLLX_SUM;
+  int root = 0;   // broadcast, reduce
+  int peer = -1;  // send, recv
+  int tag = 0;    // send, recv
+  collx_algorithm_t algorithm = COLLX_ALGO_AUTO;
+  int mem_kind = COLLX_MEM_AUTO;
+  int64_t timeout_ms = -1;  // -1: the communicator's
+  double premul_scalar = 1.0;
+};
+
+// Settings a communicator reads once at creation (children inherit them).
+struct CommSettings {
+  int64_t timeout_ms = -1;
+  size_t chunk_bytes = 512 << 10;
+  int tcp_sockets_per_peer = 2;
+  size_t tcp_stripe_min = 256 << 10;
+  size_t unexpected_max = 256u << 20;
+  std::string socket_ifname;
+  uint32_t transports = COLLX_TRANSPORT_TCP;
+  AlgorithmSelector selector;
+  static Status from_environment(const JobConfig& job, CommSettings* out);
+};
+
+class Communicator;
+
+// The object behind collx_request_t. Shared by the user's handle and the code completing it.
+class RequestImpl {
+ public:
+  explicit RequestImpl(std::shared_ptr<Communicator> comm, bool is_p2p)
+      : comm_(std::move(comm)), is_p2p_(is_p2p) {}
+
+  // Collective requests: set by the executor when the operation ends.
+  void finish(Status status);
+  // Non-blocking check; drives progress for point-to-point requests.
+  bool test(Status* status);
+  // Wait up to `wait_deadline`; returns IN_PROGRESS when that passes first.
+  Status wait(Deadline wait_deadline);
+
+  transport::Request& transport_request() { return tx_request_; }
+  Deadline& op_deadline() { return op_deadline_; }
+  std::string& context() { return context_; }
+  const std::shared_ptr<Communicator>& comm() const { return comm_; }
+
+ private:
+  friend class Communicator;
+  std::shared_ptr<Communicator> comm_;
+  const bool is_p2p_;
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  Status status_;
+  // Point-to-point: the transport request itself, its deadline and its description.
+  transport::Request tx_request_;
+  Deadline op_deadline_ = Deadline::never();
+  std::string context_;
+};
+
+class Communicator : public std::enable_shared_from_this<Communicator> {
+ public:
+  ~Communicator();
+
+  // World communicator for this rank of the job.
+  static Status create(const JobConfig& job, std::shared_ptr<Communicator>* out);
+  // MPI_Comm_split semantics; *out is null for COLLX_SPLIT_NOCOLOR.
+  Status split(int color, int key, std::shared_ptr<Communicator>* out);
+  Status dup(std::shared_ptr<Communicator>* out);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  const std::string& name() const { return name_; }
+
+  // Blocking collective (also barrier). Validates, then runs in order with earlier
+  // nonblocking collectives.
+  Status run(const CollCall& call);
+  // Nonblocking collective: queued on the executor.
+  Status submit(const CollCall& call, std::shared_ptr<RequestImpl>* out);
+  // Point-to-point.
+  Status send_recv(const CollCall& call);
+  Status post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>* out);
+
+  Status select_algorithm(collx_coll_t coll, size_t count, collx_datatype_t datatype,
+                          collx_algorithm_t forced, collx_algorithm_t* out) const;
+
+  // Any thread, never blocks.
+  void abort();
+  // Orderly teardown: wait for queued operations, tell peers, close.
+  void destroy();
+
+  // OK while healthy, else the first fatal status (with its message).
+  Status health() const;
+  // Per-communicator last error (thread-safe copies).
+  void set_last_error(const Status& status);
+  std::string last_error() const;
+
+ private:
+  Communicator() = default;
+  friend class RequestImpl;
+
+  Status init(const JobConfig& job, const CommSettings& settings, std::shared_ptr<Store> store,
+              std::string prefix, int rank, int size);
+  Status validate(const CollCall& call) const;
+  Status prepare(const CollCall& call, transport::OpDesc* desc) const;
+  // Runs one collective on the calling thread (caller or executor). Poisons on failure.
+  Status execute(const CollCall& call, const transport::OpDesc& desc);
+  Status dispatch(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
+  Status run_algorithm(const algo::CollArgs& args) const;
+  // Marks the communicator failed; peers are told unless the failure came from them.
+  void fail(const Status& status);
+  Status unusable() const;
+  std::string context_of(const transport::OpDesc& desc) const;
+  Deadline deadline_for(int64_t call_timeout_ms) const;
+  Status wait_p2p(RequestImpl* request, Deadline wait_deadline);
+
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  std::string name_;
+  JobConfig job_;
+  CommSettings settings_;
+  std::shared_ptr<Store> store_;
+  std::string prefix_;
+  std::unique_ptr<transport::Transport> transport_;
+  uint64_t coll_seq_ = 0;       // last sequence number handed out
+  uint64_t children_ = 0;       // split/dup counter (prefixes of children)
+  mutable ScratchPool core_scratch_;  // premul copies
+  mutable ScratchPool algo_scratch_;  // algorithms' temporaries
+  Executor executor_;
+
+  mutable std::mutex state_mutex_;
+  Status failure_;  // first fatal status
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> aborted_{false};
+  std::string last_error_;
+  // Point-to-point requests the user freed before they completed.
+  std::vector<std::shared_ptr<RequestImpl>> detached_;
+  std::mutex detached_mutex_;
+
+ public:
+  void detach(std::shared_ptr<RequestImpl> request);
+};
+
+}  // namespace collx

@@ -1,0 +1,167 @@
+// Running collectives: validation, algorithm choice, sequence numbers, AVG and PREMUL_SUM
+// expressed as SUM plus a scale, ordering with nonblocking calls, failure handling.
+#include <cstring>
+
+#include "lib/common/log.h"
+#include "lib/core/comm.h"
+#include "lib/core/names.h"
+#include "lib/dtype/datatype.h"
+
+namespace collx {
+
+Deadline Communicator::deadline_for(int64_t call_timeout_ms) const {
+  return Deadline::after_ms(call_timeout_ms >= 0 ? call_timeout_ms : settings_.timeout_ms);
+}
+
+std::string Communicator::context_of(const transport::OpDesc& desc) const {
+  return string_printf("%s on rank %d of '%s': ", describe_op(desc).c_str(), rank_, name_.c_str());
+}
+
+Status Communicator::select_algorithm(collx_coll_t coll, size_t count, collx_datatype_t datatype,
+                                      collx_algorithm_t forced, collx_algorithm_t* out) const {
+  if (coll < 0 || coll >= COLLX_NUM_COLLS) {
+    return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: unknown collective %d", static_cast<int>(coll));
+  }
+  if (coll != COLLX_COLL_BARRIER && !datatype_valid(datatype)) {
+    return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: unknown datatype %d", static_cast<int>(datatype));
+  }
+  if (forced < 0 || forced >= COLLX_NUM_ALGORITHMS || !algorithm_implements(forced, coll)) {
+    return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: algorithm %d does not implement %s",
+                       static_cast<int>(forced), coll_name(coll));
+  }
+  const size_t element = coll == COLLX_COLL_BARRIER ? 0 : datatype_size(datatype);
+  *out = settings_.selector.choose(coll, selection_bytes(coll, count, element, size_), size_, forced);
+  return Status::Ok();
+}
+
+Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) const {
+  COLLX_RETURN_IF_ERROR(validate(call));
+  if (failed_.load(std::memory_order_acquire)) return unusable();
+  collx_algorithm_t algorithm;
+  COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, call.count, call.datatype, call.algorithm, &algorithm));
+  desc->kind = static_cast<uint8_t>(call.coll);
+  desc->datatype = call.coll == COLLX_COLL_BARRIER ? 0 : static_cast<uint8_t>(call.datatype);
+  const bool reduces = call.coll == COLLX_COLL_ALLREDUCE || call.coll == COLLX_COLL_REDUCE_SCATTER ||
+                       call.coll == COLLX_COLL_REDUCE;
+  desc->op = reduces ? static_cast<uint8_t>(call.op) : 0;
+  desc->algorithm = static_cast<uint8_t>(algorithm);
+  desc->root = (call.coll == COLLX_COLL_BROADCAST || call.coll == COLLX_COLL_REDUCE) ? call.root : -1;
+  desc->count = call.count;
+  return Status::Ok();
+}
+
+Status Communicator::run(const CollCall& call) {
+  LogRankScope log_rank(rank_);
+  transport::OpDesc desc;
+  COLLX_RETURN_IF_ERROR(prepare(call, &desc));
+  desc.seq = ++coll_seq_;
+  if (executor_.idle()) return execute(call, desc);
+  // Earlier nonblocking collectives are still queued: keep the order by queueing behind them.
+  auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/false);
+  executor_.submit([this, call, desc, request] { request->finish(execute(call, desc)); }, rank_);
+  return request->wait(Deadline::never());
+}
+
+Status Communicator::submit(const CollCall& call, std::shared_ptr<RequestImpl>* out) {
+  LogRankScope log_rank(rank_);
+  transport::OpDesc desc;
+  COLLX_RETURN_IF_ERROR(prepare(call, &desc));
+  desc.seq = ++coll_seq_;
+  auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/false);
+  executor_.submit([this, call, desc, request] { request->finish(execute(call, desc)); }, rank_);
+  *out = std::move(request);
+  return Status::Ok();
+}
+
+Status Communicator::execute(const CollCall& call, const transport::OpDesc& desc) {
+  if (failed_.load(std::memory_order_acquire)) return unusable();
+  const Deadline deadline = deadline_for(call.timeout_ms);
+  COLLX_TRACE(COLL, "start %s", describe_op(desc).c_str());
+  transport_->set_active_op(&desc);
+  Status st = dispatch(call, desc, deadline);
+  transport_->set_active_op(nullptr);
+  if (st.ok()) {
+    COLLX_TRACE(COLL, "done %s", describe_op(desc).c_str());
+    return st;
+  }
+  if (st.code() == COLLX_ERR_INVALID_ARG || st.code() == COLLX_ERR_NO_MEMORY) {
+    // Detected before anything reached the wire? Not guaranteed here: peers may be waiting
+    // for this rank, so the communicator cannot stay in step. Fail it like any other error.
+    st = Status(st.code() == COLLX_ERR_NO_MEMORY ? COLLX_ERR_NO_MEMORY : COLLX_ERR_INTERNAL, st.message());
+  }
+  if (aborted_.load(std::memory_order_acquire)) {
+    st = Status(COLLX_ERR_ABORTED, "collx_comm_abort was called while it ran (" + st.message() + ")");
+  }
+  st = st.with_context(context_of(desc));
+  fail(st);
+  return st;
+}
+
+Status Communicator::run_algorithm(const algo::CollArgs& args) const {
+  algo::Context ctx;
+  ctx.transport = transport_.get();
+  ctx.rank = rank_;
+  ctx.size = size_;
+  ctx.chunk_bytes = settings_.chunk_bytes;
+  ctx.scratch = &algo_scratch_;
+  switch (static_cast<collx_algorithm_t>(args.desc.algorithm)) {
+    case COLLX_ALGO_RING:
+      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_ring(ctx, args);
+      if (args.desc.kind == COLLX_COLL_REDUCE_SCATTER) return algo::reduce_scatter_ring(ctx, args);
+      if (args.desc.kind == COLLX_COLL_ALLGATHER) return algo::allgather_ring(ctx, args);
+      break;
+    case COLLX_ALGO_RECURSIVE_DOUBLING:
+      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_recursive_doubling(ctx, args);
+      break;
+    case COLLX_ALGO_BINOMIAL:
+      if (args.desc.kind == COLLX_COLL_BROADCAST) return algo::broadcast_binomial(ctx, args);
+      if (args.desc.kind == COLLX_COLL_REDUCE) return algo::reduce_binomial(ctx, args);
+      break;
+    case COLLX_ALGO_PAIRWISE:
+      if (args.desc.kind == COLLX_COLL_ALLTOALL) return algo::alltoall_pairwise(ctx, args);
+      break;
+    case COLLX_ALGO_DISSEMINATION:
+      if (args.desc.kind == COLLX_COLL_BARRIER) return algo::barrier_dissemination(ctx, args);
+      break;
+    default:
+      break;
+  }
+  return make_status(COLLX_ERR_INTERNAL, "no schedule for algorithm %d of collective %d", args.desc.algorithm,
+                     args.desc.kind);
+}
+
+Status Communicator::dispatch(const CollCall& call, const transport::OpDesc& desc, Deadline deadline) {
+  algo::CollArgs args;
+  args.sendbuf = call.sendbuf;
+  args.recvbuf = call.recvbuf;
+  args.count = call.count;
+  args.datatype = call.datatype;
+  args.op = call.op;
+  args.root = call.root;
+  args.desc = desc;
+  args.deadline = deadline;
+  const bool reduces = call.coll == COLLX_COLL_ALLREDUCE || call.coll == COLLX_COLL_REDUCE_SCATTER ||
+                       call.coll == COLLX_COLL_REDUCE;
+  if (!reduces) return run_algorithm(args);
+
+  // PREMUL_SUM: scale this rank's input into scratch, then sum out of place. AVG: sum,
+  // then divide the part of the result this rank holds.
+  const size_t element = datatype_size(call.datatype);
+  const size_t input_count = call.coll == COLLX_COLL_REDUCE_SCATTER ? call.count * static_cast<size_t>(size_) : call.count;
+  if (call.op == COLLX_PREMUL_SUM && input_count > 0) {
+    void* scaled = core_scratch_.get(0, input_count * element);
+    if (!scaled) {
+      return make_status(COLLX_ERR_NO_MEMORY, "cannot allocate %zu bytes to scale the input", input_count * element);
+    }
+    scale(scaled, call.sendbuf, input_count, call.datatype, call.premul_scalar);
+    args.sendbuf = scaled;
+  }
+  if (call.op == COLLX_PREMUL_SUM || call.op == COLLX_AVG) args.op = COLLX_SUM;
+  COLLX_RETURN_IF_ERROR(run_algorithm(args));
+  if (call.op == COLLX_AVG && call.count > 0 && (call.coll != COLLX_COLL_REDUCE || call.root == rank_)) {
+    divide(call.recvbuf, call.count, call.datatype, size_);
+  }
+  return Status::Ok();
+}
+
+}  // namespace collx

@@ -1,0 +1,292 @@
+// Communicator lifecycle: creation (world, split, dup), health, abort and destroy.
+#include <algorithm>
+#include <cstring>
+
+#include "lib/common/log.h"
+#include "lib/common/settings.h"
+#include "lib/core/comm.h"
+#include "lib/core/host_identity.h"
+#include "lib/core/names.h"
+#include "transports/tcp/tcp_transport.h"
+
+namespace collx {
+
+namespace {
+
+// The host part of "host:port" / "[v6]:port" (empty if malformed).
+std::string host_of(const std::string& address) {
+  if (!address.empty() && address.front() == '[') {
+    size_t close = address.find(']');
+    return close == std::string::npos ? std::string() : address.substr(1, close - 1);
+  }
+  size_t colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+}  // namespace
+
+Status CommSettings::from_environment(const JobConfig& job, CommSettings* out) {
+  CommSettings s;
+  s.timeout_ms = job.timeout_ms;
+  uint64_t size_value = 0;
+  bool found = false;
+  COLLX_RETURN_IF_ERROR(setting_size(SettingId::CHUNK_SIZE, &size_value, &found));
+  if (found) {
+    if (size_value < 64) {
+      return make_status(COLLX_ERR_INVALID_ARG, "COLLX_CHUNK_SIZE=%llu is below the minimum of 64 bytes",
+                         static_cast<unsigned long long>(size_value));
+    }
+    s.chunk_bytes = size_value;
+  }
+  int64_t int_value = 0;
+  COLLX_RETURN_IF_ERROR(setting_int(SettingId::TCP_NSOCKS, &int_value, &found));
+  if (found) {
+    if (int_value < 1 || int_value > 16) {
+      return make_status(COLLX_ERR_INVALID_ARG, "COLLX_TCP_NSOCKS=%lld must be between 1 and 16",
+                         static_cast<long long>(int_value));
+    }
+    s.tcp_sockets_per_peer = static_cast<int>(int_value);
+  }
+  COLLX_RETURN_IF_ERROR(setting_size(SettingId::TCP_STRIPE_MIN, &size_value, &found));
+  if (found) s.tcp_stripe_min = size_value;
+  COLLX_RETURN_IF_ERROR(setting_size(SettingId::UNEXPECTED_MAX, &size_value, &found));
+  if (found) s.unexpected_max = size_value;
+  s.socket_ifname = setting_raw(SettingId::SOCKET_IFNAME);
+  s.transports = job.transports;
+  COLLX_RETURN_IF_ERROR(AlgorithmSelector::parse(setting_raw(SettingId::ALGO), &s.selector));
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+Status Communicator::create(const JobConfig& job, std::shared_ptr<Communicator>* out) {
+  CommSettings settings;
+  COLLX_RETURN_IF_ERROR(CommSettings::from_environment(job, &settings));
+  const Deadline deadline = Deadline::after_ms(job.timeout_ms);
+
+  std::shared_ptr<Store> store = job.store;
+  std::string store_identity;
+  if (store) {
+    store_identity = string_printf("handle:%p", static_cast<void*>(store.get()));
+  } else if (job.world_size > 1) {
+    COLLX_RETURN_IF_ERROR(open_tcp_store(job.store_addr, job.rank, deadline, &store));
+    store_identity = "tcp:" + job.store_addr;
+  } else {
+    store = make_memory_store();  // a world of one needs nobody
+    store_identity = "self";
+  }
+  std::string prefix = next_world_prefix(store_identity, job.rank);
+  std::shared_ptr<Communicator> comm(new Communicator());
+  comm->job_ = job;
+  comm->name_ = job.name;
+  Status st = comm->init(job, settings, std::move(store), prefix, job.rank, job.world_size);
+  if (!st.ok()) return st;
+  COLLX_INFO(INIT, "communicator '%s' ready: rank %d of %d (local %d of %d), launcher %s",
+             comm->name_.c_str(), comm->rank_, comm->size_, comm->local_rank_, comm->local_size_,
+             job.source.c_str());
+  *out = std::move(comm);
+  return Status::Ok();
+}
+
+Status Communicator::init(const JobConfig& job, const CommSettings& settings, std::shared_ptr<Store> store,
+                          std::string prefix, int rank, int size) {
+  LogRankScope log_rank(rank);
+  settings_ = settings;
+  store_ = std::move(store);
+  prefix_ = std::move(prefix);
+  rank_ = rank;
+  size_ = size;
+  if (!(settings_.transports & COLLX_TRANSPORT_TCP)) {
+    return make_status(COLLX_ERR_UNSUPPORTED,
+                       "no usable transport: the allowed set (COLLX_TRANSPORTS or config->transports) "
+                       "excludes tcp, the only transport built into this library");
+  }
+  const Deadline deadline = Deadline::after_ms(settings_.timeout_ms);
+  auto bootstrap = std::make_unique<StoreBootstrap>(store_, prefix_, rank_, size_);
+
+  // Every rank learns every rank's host, so it knows which peers share its host.
+  HostIdentity me = this_host();
+  std::vector<std::vector<uint8_t>> hosts;
+  Status st = bootstrap->allgather("host", encode_host_identity(me), &hosts, deadline);
+  if (!st.ok()) return st.with_context("creating communicator '" + name_ + "': ");
+  bool single_host = true;
+  local_rank_ = 0;
+  local_size_ = 0;
+  for (int r = 0; r < size_; ++r) {
+    HostIdentity peer;
+    COLLX_RETURN_IF_ERROR(decode_host_identity(hosts[static_cast<size_t>(r)], &peer));
+    if (peer.host_hash == me.host_hash) {
+      if (r < rank_) ++local_rank_;
+      ++local_size_;
+    } else {
+      single_host = false;
+    }
+  }
+  if (job.local_rank >= 0 && size_ == job.world_size && (job.local_rank != local_rank_ || job.local_size != local_size_)) {
+    COLLX_INFO(INIT, "launcher says local rank %d of %d; host identities say %d of %d (using the latter)",
+               job.local_rank, job.local_size, local_rank_, local_size_);
+  }
+
+  TcpTransportParams params;
+  params.rank = rank_;
+  params.size = size_;
+  params.comm_id = fnv1a64(prefix_.data(), prefix_.size());
+  params.bootstrap = bootstrap.get();
+  params.bootstrap_name = "tcp";
+  params.describe = describe_op;
+  params.sockets_per_peer = settings_.tcp_sockets_per_peer;
+  params.stripe_min_bytes = settings_.tcp_stripe_min;
+  params.unexpected_max_bytes = settings_.unexpected_max;
+  params.ifname = settings_.socket_ifname;
+  if (settings_.socket_ifname.empty()) {
+    if (single_host) {
+      params.route_to_host = "127.0.0.1";
+    } else if (!job_.store_addr.empty()) {
+      params.route_to_host = host_of(job_.store_addr);
+    } else {
+      return make_status(COLLX_ERR_INVALID_ARG,
+                         "ranks of '%s' span several hosts and the store has no network address to "
+                         "pick an interface from; set COLLX_SOCKET_IFNAME (e.g. eth0)",
+                         name_.c_str());
+    }
+  }
+  params.deadline = deadline;
+  std::unique_ptr<TcpTransport> tcp;
+  st = create_tcp_transport(params, &tcp);
+  if (!st.ok()) return st.with_context("creating communicator '" + name_ + "': ");
+  transport_ = std::move(tcp);
+  bootstrap->cleanup().ignore();  // best effort: leftover keys only cost store memory
+  return Status::Ok();
+}
+
+Status Communicator::split(int color, int key, std::shared_ptr<Communicator>* out) {
+  LogRankScope log_rank(rank_);
+  if (color < 0 && color != COLLX_SPLIT_NOCOLOR) {
+    return make_status(COLLX_ERR_INVALID_ARG, "comm_split: color %d is negative (use COLLX_SPLIT_NOCOLOR "
+                       "to opt out)", color);
+  }
+  // Everyone learns everyone's (color, key) through an all-gather on this communicator.
+  std::vector<int32_t> mine = {color, key};
+  std::vector<int32_t> all(static_cast<size_t>(size_) * 2);
+  CollCall gather;
+  gather.coll = COLLX_COLL_ALLGATHER;
+  gather.sendbuf = mine.data();
+  gather.recvbuf = all.data();
+  gather.count = 2;
+  gather.datatype = COLLX_INT32;
+  Status st = run(gather);
+  if (!st.ok()) return st.with_context("comm_split: ");
+  const uint64_t child = ++children_;
+  if (color == COLLX_SPLIT_NOCOLOR) {
+    out->reset();
+    return Status::Ok();
+  }
+  struct Member {
+    int key;
+    int parent_rank;
+  };
+  std::vector<Member> members;
+  for (int r = 0; r < size_; ++r) {
+    if (all[static_cast<size_t>(r) * 2] == color) members.push_back({all[static_cast<size_t>(r) * 2 + 1], r});
+  }
+  std::stable_sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
+    return a.key != b.key ? a.key < b.key : a.parent_rank < b.parent_rank;
+  });
+  int new_rank = -1;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i].parent_rank == rank_) new_rank = static_cast<int>(i);
+  }
+  std::shared_ptr<Communicator> comm(new Communicator());
+  comm->job_ = job_;
+  comm->name_ = name_ + string_printf(".split%llu.c%d", static_cast<unsigned long long>(child), color);
+  std::string prefix = prefix_ + string_printf("/s%llu/c%d", static_cast<unsigned long long>(child), color);
+  st = comm->init(job_, settings_, store_, prefix, new_rank, static_cast<int>(members.size()));
+  if (!st.ok()) return st;
+  *out = std::move(comm);
+  return Status::Ok();
+}
+
+Status Communicator::dup(std::shared_ptr<Communicator>* out) { return split(0, rank_, out); }
+
+Status Communicator::health() const {
+  if (!failed_.load(std::memory_order_acquire)) return Status::Ok();
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  return failure_;
+}
+
+Status Communicator::unusable() const {
+  Status failure = health();
+  return Status(failure.code(), "communicator '" + name_ + "' failed earlier and cannot be used (destroy "
+                                    "it and create a new one); first error: " + failure.message());
+}
+
+void Communicator::fail(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    if (!failed_.load(std::memory_order_relaxed)) {
+      failure_ = status;
+      failed_.store(true, std::memory_order_release);
+    }
+  }
+  COLLX_WARN(COLL, "communicator '%s' failed: %s: %s", name_.c_str(), status_name(status.code()),
+             status.message().c_str());
+  if (transport_ && status.code() != COLLX_ERR_ABORTED) transport_->poison(status, /*notify_peers=*/true);
+}
+
+void Communicator::abort() {
+  aborted_.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    if (!failed_.load(std::memory_order_relaxed)) {
+      failure_ = make_status(COLLX_ERR_ABORTED, "collx_comm_abort was called on rank %d", rank_);
+      failed_.store(true, std::memory_order_release);
+    }
+  }
+  if (transport_) transport_->abort();
+}
+
+void Communicator::destroy() {
+  LogRankScope log_rank(rank_);
+  const Deadline deadline = Deadline::after_ms(settings_.timeout_ms);
+  if (!executor_.drain(deadline)) {
+    COLLX_WARN(COLL, "destroy of '%s': queued operations did not finish by the timeout; aborting them",
+               name_.c_str());
+    abort();
+    executor_.drain(Deadline::after_ms(2000));
+  }
+  executor_.stop();
+  {
+    std::lock_guard<std::mutex> lock(detached_mutex_);
+    for (auto& request : detached_) {
+      transport::Request* tx = &request->tx_request_;
+      if (transport_ && !tx->done()) transport_->cancel(&tx, 1);
+    }
+    detached_.clear();
+  }
+  if (transport_) {
+    // Leaving peers a GOODBYE lets them say "rank R left" instead of "rank R died".
+    transport_->close(failed_.load() ? Deadline::after_ms(0) : deadline.min(Deadline::after_ms(5000)));
+  }
+}
+
+Communicator::~Communicator() = default;
+
+void Communicator::set_last_error(const Status& status) {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  last_error_ = status.ok() ? std::string() : std::string(status_name(status.code())) + ": " + status.message();
+}
+
+std::string Communicator::last_error() const {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  return last_error_;
+}
+
+void Communicator::detach(std::shared_ptr<RequestImpl> request) {
+  std::lock_guard<std::mutex> lock(detached_mutex_);
+  // Drop the ones that finished meanwhile, keep the rest alive for the transport.
+  detached_.erase(std::remove_if(detached_.begin(), detached_.end(),
+                                 [](const std::shared_ptr<RequestImpl>& r) { return r->tx_request_.done(); }),
+                  detached_.end());
+  detached_.push_back(std::move(request));
+}
+
+}  // namespace collx

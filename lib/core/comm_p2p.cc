@@ -1,0 +1,133 @@
+// Point-to-point send/recv and the requests of nonblocking calls.
+//
+// Nonblocking sends and receives are posted to the transport at once (so exchanges between
+// two ranks cannot deadlock on ordering) and progress whenever a thread waits on the
+// transport: collx_test/collx_wait on the request, or any other call on the communicator.
+#include "lib/common/log.h"
+#include "lib/core/comm.h"
+#include "lib/core/names.h"
+#include "lib/dtype/datatype.h"
+
+namespace collx {
+
+namespace {
+
+transport::OpDesc p2p_desc(const CollCall& call) {
+  transport::OpDesc desc;
+  desc.kind = COLLX_COLL_SEND;  // both sides describe the same message
+  desc.datatype = static_cast<uint8_t>(call.datatype);
+  desc.algorithm = COLLX_ALGO_DIRECT;
+  desc.count = call.count;
+  desc.seq = 0;
+  return desc;
+}
+
+}  // namespace
+
+Status Communicator::post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>* out) {
+  LogRankScope log_rank(rank_);
+  COLLX_RETURN_IF_ERROR(validate(call));
+  if (failed_.load(std::memory_order_acquire)) return unusable();
+  auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/true);
+  const transport::OpDesc desc = p2p_desc(call);
+  const size_t bytes = call.count * datatype_size(call.datatype);
+  request->op_deadline_ = deadline_for(call.timeout_ms);
+  request->context_ = string_printf("%s %s rank %d (tag %d, %zu bytes) on rank %d of '%s': ",
+                                    call.coll == COLLX_COLL_SEND ? "send" : "recv",
+                                    call.coll == COLLX_COLL_SEND ? "to" : "from", call.peer, call.tag, bytes,
+                                    rank_, name_.c_str());
+  transport::Request* tx = &request->tx_request_;
+  Status st = call.coll == COLLX_COLL_SEND
+                  ? transport_->post_send(tx, call.peer, static_cast<uint64_t>(call.tag), call.sendbuf, bytes, desc)
+                  : transport_->post_recv(tx, call.peer, static_cast<uint64_t>(call.tag), call.recvbuf, bytes, desc);
+  if (!st.ok()) {
+    st = st.with_context(request->context_);
+    if (st.code() != COLLX_ERR_INVALID_ARG) fail(st);
+    return st;
+  }
+  *out = std::move(request);
+  return Status::Ok();
+}
+
+Status Communicator::send_recv(const CollCall& call) {
+  std::shared_ptr<RequestImpl> request;
+  COLLX_RETURN_IF_ERROR(post_p2p(call, &request));
+  LogRankScope log_rank(rank_);
+  return wait_p2p(request.get(), Deadline::never());
+}
+
+// Waits for a point-to-point request until its own deadline (a failure: the communicator
+// fails) or `wait_deadline` (not a failure: IN_PROGRESS).
+Status Communicator::wait_p2p(RequestImpl* request, Deadline wait_deadline) {
+  transport::Request* tx = &request->tx_request_;
+  if (!tx->done()) {
+    const Deadline until = request->op_deadline_.min(wait_deadline);
+    Status st = transport_->wait_all(&tx, 1, until);
+    if (!st.ok() && !tx->done()) {
+      if (st.code() == COLLX_ERR_TIMEOUT && !request->op_deadline_.expired()) {
+        return Status(COLLX_IN_PROGRESS, "still in progress");
+      }
+      transport_->cancel(&tx, 1);
+      if (aborted_.load(std::memory_order_acquire)) {
+        st = Status(COLLX_ERR_ABORTED, "collx_comm_abort was called while it ran");
+      }
+      st = st.with_context(request->context_);
+      fail(st);
+      return st;
+    }
+  }
+  if (tx->failed()) {
+    Status st = tx->status().with_context(request->context_);
+    fail(st);
+    return st;
+  }
+  return Status::Ok();
+}
+
+void RequestImpl::finish(Status status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  status_ = std::move(status);
+  done_ = true;
+  done_cv_.notify_all();
+}
+
+bool RequestImpl::test(Status* status) {
+  if (is_p2p_) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) {
+      *status = status_;
+      return true;
+    }
+    Status st = comm_->wait_p2p(this, Deadline::after_ms(0));
+    if (st.code() == COLLX_IN_PROGRESS) return false;
+    status_ = st;
+    done_ = true;
+    *status = status_;
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!done_) return false;
+  *status = status_;
+  return true;
+}
+
+Status RequestImpl::wait(Deadline wait_deadline) {
+  if (is_p2p_) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return status_;
+    Status st = comm_->wait_p2p(this, wait_deadline);
+    if (st.code() == COLLX_IN_PROGRESS) return st;
+    status_ = st;
+    done_ = true;
+    return status_;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (wait_deadline.is_never()) {
+    done_cv_.wait(lock, [this] { return done_; });
+  } else if (!done_cv_.wait_until(lock, wait_deadline.time_point(), [this] { return done_; })) {
+    return Status(COLLX_IN_PROGRESS, "still in progress");
+  }
+  return status_;
+}
+
+}  // namespace collx

@@ -1,0 +1,58 @@
+#include "lib/core/executor.h"
+
+#include "lib/common/log.h"
+
+namespace collx {
+
+Executor::~Executor() { stop(); }
+
+void Executor::submit(std::function<void()> task, int log_rank) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  tasks_.push_back(std::move(task));
+  if (!thread_.joinable()) thread_ = std::thread([this, log_rank] { loop(log_rank); });
+  wake_.notify_one();
+}
+
+bool Executor::idle() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tasks_.empty() && !running_task_;
+}
+
+bool Executor::drain(Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto is_idle = [this] { return tasks_.empty() && !running_task_; };
+  if (deadline.is_never()) {
+    drained_.wait(lock, is_idle);
+    return true;
+  }
+  return drained_.wait_until(lock, deadline.time_point(), is_idle);
+}
+
+void Executor::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    wake_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Executor::loop(int log_rank) {
+  LogRankScope rank_scope(log_rank);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+    if (tasks_.empty()) break;  // stopping and nothing left
+    std::function<void()> task = std::move(tasks_.front());
+    tasks_.pop_front();
+    running_task_ = true;
+    lock.unlock();
+    task();
+    lock.lock();
+    running_task_ = false;
+    if (tasks_.empty()) drained_.notify_all();
+  }
+  drained_.notify_all();
+}
+
+}  // namespace collx

@@ -1,0 +1,101 @@
+#include "lib/core/names.h"
+
+#include <cctype>
+
+#include "lib/common/status.h"
+#include "lib/dtype/datatype.h"
+
+namespace collx {
+
+namespace {
+
+const char* const kCollNames[COLLX_NUM_COLLS] = {
+    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce",
+    "alltoall",  "barrier",        "send",      "recv"};
+
+const char* const kAlgorithmNames[COLLX_NUM_ALGORITHMS] = {
+    "auto", "ring", "recursive_doubling", "binomial", "pairwise", "dissemination", "direct"};
+
+std::string normalize(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '-') c = '_';
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* coll_name(int coll) {
+  return coll >= 0 && coll < COLLX_NUM_COLLS ? kCollNames[coll] : "unknown";
+}
+
+const char* algorithm_name(int algorithm) {
+  return algorithm >= 0 && algorithm < COLLX_NUM_ALGORITHMS ? kAlgorithmNames[algorithm] : "unknown";
+}
+
+bool coll_from_name(const std::string& name, collx_coll_t* out) {
+  std::string n = normalize(name);
+  if (n == "reducescatter") n = "reduce_scatter";
+  if (n == "bcast") n = "broadcast";
+  for (int i = 0; i < COLLX_NUM_COLLS; ++i) {
+    if (n == kCollNames[i]) {
+      *out = static_cast<collx_coll_t>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool algorithm_from_name(const std::string& name, collx_algorithm_t* out) {
+  std::string n = normalize(name);
+  if (n == "rd") n = "recursive_doubling";
+  for (int i = 0; i < COLLX_NUM_ALGORITHMS; ++i) {
+    if (n == kAlgorithmNames[i]) {
+      *out = static_cast<collx_algorithm_t>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
+  switch (algorithm) {
+    case COLLX_ALGO_AUTO:
+      return true;
+    case COLLX_ALGO_RING:
+      return coll == COLLX_COLL_ALLREDUCE || coll == COLLX_COLL_REDUCE_SCATTER ||
+             coll == COLLX_COLL_ALLGATHER;
+    case COLLX_ALGO_RECURSIVE_DOUBLING:
+      return coll == COLLX_COLL_ALLREDUCE;
+    case COLLX_ALGO_BINOMIAL:
+      return coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE;
+    case COLLX_ALGO_PAIRWISE:
+      return coll == COLLX_COLL_ALLTOALL;
+    case COLLX_ALGO_DISSEMINATION:
+      return coll == COLLX_COLL_BARRIER;
+    case COLLX_ALGO_DIRECT:
+      return coll == COLLX_COLL_SEND || coll == COLLX_COLL_RECV;
+    default:
+      return false;
+  }
+}
+
+std::string describe_op(const transport::OpDesc& d) {
+  const bool reduces = d.kind == COLLX_COLL_ALLREDUCE || d.kind == COLLX_COLL_REDUCE_SCATTER ||
+                       d.kind == COLLX_COLL_REDUCE;
+  const bool rooted = d.kind == COLLX_COLL_BROADCAST || d.kind == COLLX_COLL_REDUCE;
+  const bool p2p = d.kind == COLLX_COLL_SEND || d.kind == COLLX_COLL_RECV;
+  std::string out = p2p ? "send/recv" : coll_name(d.kind);
+  if (!p2p) out += string_printf(" #%llu", static_cast<unsigned long long>(d.seq));
+  out += string_printf(" (count %llu, %s", static_cast<unsigned long long>(d.count),
+                       datatype_name(d.datatype));
+  if (reduces) out += string_printf(", %s", op_name(d.op));
+  if (rooted) out += string_printf(", root %d", static_cast<int>(d.root));
+  if (!p2p) out += string_printf(", %s", algorithm_name(d.algorithm));
+  out += ")";
+  return out;
+}
+
+}  // namespace collx

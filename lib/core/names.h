@@ -1,0 +1,24 @@
+// Names of collectives and algorithms, which algorithm implements which collective, and the
+// rendering of an operation for error messages.
+#pragma once
+
+#include <string>
+
+#include "collx/collx.h"
+#include "transports/transport.h"
+
+namespace collx {
+
+const char* coll_name(int coll);            // "allreduce"; "unknown" when out of range
+const char* algorithm_name(int algorithm);  // "ring"; "unknown" when out of range
+// Case-insensitive; accepts "-" for "_". False for unknown names.
+bool coll_from_name(const std::string& name, collx_coll_t* out);
+bool algorithm_from_name(const std::string& name, collx_algorithm_t* out);
+
+// True when `algorithm` has a schedule for `coll` (AUTO implements everything).
+bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll);
+
+// "allreduce #12 (count 1000, float32, sum, ring)", "send (count 8, int32)", ...
+std::string describe_op(const transport::OpDesc& desc);
+
+}  // namespace collx

@@ -1,0 +1,55 @@
+// Bootstrap over the key-value store: opening the store a job names (hosting it on rank 0
+// when nobody else does), per-communicator key prefixes, the all-gather transports use to
+// exchange addresses, and removal of a communicator's keys once every rank has read them.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lib/common/deadline.h"
+#include "lib/common/status.h"
+#include "lib/store/store.h"
+#include "transports/transport.h"
+
+namespace collx {
+
+// Connects to the TCP store at `address`. Rank 0 first tries to host it there; when the port
+// is already taken (collx-run or an earlier communicator of this process hosts it) it connects
+// like everyone else. A server hosted here lives until the process exits, so ranks that are
+// still bootstrapping never lose it.
+Status open_tcp_store(const std::string& address, int rank, Deadline deadline,
+                      std::shared_ptr<Store>* out);
+
+// A unique key prefix for the next world communicator this rank creates on this store:
+// every rank creates its world communicators in the same order, so the counters agree.
+std::string next_world_prefix(const std::string& store_identity, int rank);
+
+// transport::Bootstrap on a store under `prefix`: allgather = set prefix/name/rank, then
+// read every rank's key. Remembers the keys so cleanup() can remove them.
+class StoreBootstrap : public transport::Bootstrap {
+ public:
+  StoreBootstrap(std::shared_ptr<Store> store, std::string prefix, int rank, int size)
+      : store_(std::move(store)), prefix_(std::move(prefix)), rank_(rank), size_(size) {}
+
+  Status allgather(const std::string& name, const std::vector<uint8_t>& mine,
+                   std::vector<std::vector<uint8_t>>* all, Deadline deadline) override;
+
+  // Call once every rank has finished its reads (after transport set-up). The last rank to
+  // arrive removes every key of this prefix, so create/destroy loops do not grow the store.
+  Status cleanup();
+
+  const std::string& prefix() const { return prefix_; }
+  Store* store() const { return store_.get(); }
+
+ private:
+  std::shared_ptr<Store> store_;
+  std::string prefix_;
+  int rank_;
+  int size_;
+  std::mutex mutex_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace collx

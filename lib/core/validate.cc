@@ -1,0 +1,145 @@
+// Argument checks of every call: nothing is sent and no sequence number is used when one
+// fails, so the communicator stays usable (COLLX_ERR_INVALID_ARG).
+#include <cstdint>
+
+#include "lib/core/comm.h"
+#include "lib/core/names.h"
+#include "lib/dtype/datatype.h"
+
+namespace collx {
+
+namespace {
+
+bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  auto pa = reinterpret_cast<uintptr_t>(a);
+  auto pb = reinterpret_cast<uintptr_t>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+Status invalid(const char* coll, const char* format, const std::string& detail) {
+  return make_status(COLLX_ERR_INVALID_ARG, "%s: %s", coll, string_printf(format, detail.c_str()).c_str());
+}
+
+// count * multiplier * element size without overflow.
+bool total_bytes(size_t count, size_t multiplier, size_t element, size_t* out) {
+  if (multiplier != 0 && count > SIZE_MAX / multiplier) return false;
+  size_t elements = count * multiplier;
+  if (element != 0 && elements > SIZE_MAX / element) return false;
+  *out = elements * element;
+  return true;
+}
+
+}  // namespace
+
+Status Communicator::validate(const CollCall& c) const {
+  const char* name = (c.coll == COLLX_COLL_SEND || c.coll == COLLX_COLL_RECV) ? coll_name(c.coll)
+                                                                                : coll_name(c.coll);
+  const bool has_data = c.coll != COLLX_COLL_BARRIER;
+  const bool reduces = c.coll == COLLX_COLL_ALLREDUCE || c.coll == COLLX_COLL_REDUCE_SCATTER ||
+                       c.coll == COLLX_COLL_REDUCE;
+  if (has_data && !datatype_valid(c.datatype)) {
+    return invalid(name, "%s", string_printf("unknown datatype %d (valid: 0..%d, see collx_datatype_t)",
+                                             static_cast<int>(c.datatype), COLLX_NUM_DATATYPES - 1));
+  }
+  if (reduces && !op_valid(c.op)) {
+    return invalid(name, "%s", string_printf("unknown reduction op %d (valid: 0..%d, see collx_op_t)",
+                                             static_cast<int>(c.op), COLLX_NUM_OPS - 1));
+  }
+  if (c.algorithm < 0 || c.algorithm >= COLLX_NUM_ALGORITHMS) {
+    return invalid(name, "%s", string_printf("unknown algorithm %d in opts", static_cast<int>(c.algorithm)));
+  }
+  if (!algorithm_implements(c.algorithm, c.coll)) {
+    return invalid(name, "%s", std::string("algorithm '") + algorithm_name(c.algorithm) +
+                                   "' does not implement " + coll_name(c.coll));
+  }
+  if (c.mem_kind == COLLX_MEM_CUDA) {
+    return make_status(COLLX_ERR_UNSUPPORTED, "%s: CUDA device buffers are not supported by this build", name);
+  }
+  if (c.mem_kind < COLLX_MEM_AUTO || c.mem_kind > COLLX_MEM_CUDA) {
+    return invalid(name, "%s", string_printf("unknown mem_kind %d in opts", c.mem_kind));
+  }
+  if ((c.coll == COLLX_COLL_BROADCAST || c.coll == COLLX_COLL_REDUCE) && (c.root < 0 || c.root >= size_)) {
+    return invalid(name, "%s", string_printf("root %d is out of range for a communicator of %d ranks", c.root, size_));
+  }
+  if (c.coll == COLLX_COLL_SEND || c.coll == COLLX_COLL_RECV) {
+    if (c.peer < 0 || c.peer >= size_) {
+      return invalid(name, "%s", string_printf("peer %d is out of range for a communicator of %d ranks", c.peer, size_));
+    }
+    if (c.peer == rank_) {
+      return invalid(name, "%s", string_printf("peer %d is this rank; send to yourself with a local copy", c.peer));
+    }
+    if (c.tag < 0) return invalid(name, "%s", string_printf("tag %d is negative", c.tag));
+  }
+  if (!has_data) return Status::Ok();
+
+  const size_t element = datatype_size(c.datatype);
+  const size_t n = static_cast<size_t>(size_);
+  size_t send_bytes = 0, recv_bytes = 0;
+  size_t send_mult = 1, recv_mult = 1;
+  switch (c.coll) {
+    case COLLX_COLL_REDUCE_SCATTER: send_mult = n; break;
+    case COLLX_COLL_ALLGATHER: recv_mult = n; break;
+    case COLLX_COLL_ALLTOALL: send_mult = recv_mult = n; break;
+    default: break;
+  }
+  if (!total_bytes(c.count, send_mult, element, &send_bytes) ||
+      !total_bytes(c.count, recv_mult, element, &recv_bytes)) {
+    return invalid(name, "%s", string_printf("count %zu x %zu ranks x %zu-byte elements overflows size_t",
+                                             c.count, n, element));
+  }
+  if (send_bytes > (1ull << 40) || recv_bytes > (1ull << 40)) {
+    return invalid(name, "%s", string_printf("count %zu asks for more than 1 TiB per buffer", c.count));
+  }
+
+  // Which buffers this rank reads and writes.
+  const bool is_root = c.root == rank_;
+  bool reads_send = true, writes_recv = true;
+  if (c.coll == COLLX_COLL_BROADCAST) reads_send = is_root;
+  if (c.coll == COLLX_COLL_REDUCE) writes_recv = is_root;
+  if (c.coll == COLLX_COLL_SEND) writes_recv = false;
+  if (c.coll == COLLX_COLL_RECV) reads_send = false;
+  if (c.count > 0 && reads_send && c.sendbuf == nullptr) {
+    return invalid(name, "%s", string_printf("sendbuf is NULL but count is %zu", c.count));
+  }
+  if (c.count > 0 && writes_recv && c.recvbuf == nullptr) {
+    return invalid(name, "%s", string_printf("recvbuf is NULL but count is %zu", c.count));
+  }
+  if (!reads_send || !writes_recv || c.count == 0) return Status::Ok();
+
+  // In-place layouts (NCCL's rules); any other overlap is an error.
+  const auto* send = static_cast<const char*>(c.sendbuf);
+  const auto* recv = static_cast<const char*>(c.recvbuf);
+  switch (c.coll) {
+    case COLLX_COLL_ALLREDUCE:
+    case COLLX_COLL_BROADCAST:
+    case COLLX_COLL_REDUCE:
+      if (send == recv) return Status::Ok();
+      break;
+    case COLLX_COLL_REDUCE_SCATTER:
+      if (recv == send + static_cast<size_t>(rank_) * recv_bytes) return Status::Ok();
+      if (overlaps(send, send_bytes, recv, recv_bytes)) {
+        return invalid(name, "%s", string_printf("recvbuf overlaps sendbuf; in place needs recvbuf == sendbuf + "
+                                                 "rank * recvcount elements (rank %d)", rank_));
+      }
+      return Status::Ok();
+    case COLLX_COLL_ALLGATHER:
+      if (send == recv + static_cast<size_t>(rank_) * send_bytes) return Status::Ok();
+      if (overlaps(send, send_bytes, recv, recv_bytes)) {
+        return invalid(name, "%s", string_printf("sendbuf overlaps recvbuf; in place needs sendbuf == recvbuf + "
+                                                 "rank * sendcount elements (rank %d)", rank_));
+      }
+      return Status::Ok();
+    default:
+      break;
+  }
+  if (overlaps(send, send_bytes, recv, recv_bytes)) {
+    return invalid(name, "%s", std::string(c.coll == COLLX_COLL_ALLTOALL
+                                               ? "sendbuf and recvbuf overlap; alltoall has no in-place form"
+                                               : "sendbuf and recvbuf overlap without being equal (in place "
+                                                 "needs sendbuf == recvbuf)"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace collx
