@@ -114,3 +114,26 @@ Status setting_bool(SettingId id, bool* out, bool* found) {
 }
 
 }  // namespace collx
+
+namespace collx {
+
+std::string settings_markdown() {
+  std::string out =
+      "# Environment reference\n\n"
+      "Generated from the settings registry (`lib/common/settings.h`); do not edit by hand.\n"
+      "Regenerate with `build/tools/collx-info --settings-markdown > docs/environment.md`.\n\n"
+      "| variable | type | default | meaning |\n| --- | --- | --- | --- |\n";
+  size_t count = 0;
+  const SettingInfo* all = all_settings(&count);
+  for (size_t i = 0; i < count; ++i) {
+    const char* type = all[i].type == SettingType::kInt    ? "integer"
+                       : all[i].type == SettingType::kSize ? "size"
+                       : all[i].type == SettingType::kBool ? "boolean"
+                                                           : "string";
+    std::string def = *all[i].default_value ? std::string("`") + all[i].default_value + "`" : "(unset)";
+    out += std::string("| `") + all[i].name + "` | " + type + " | " + def + " | " + all[i].meaning + " |\n";
+  }
+  return out;
+}
+
+}  // namespace collx

@@ -74,3 +74,8 @@ Status setting_bool(SettingId id, bool* out, bool* found = nullptr);
 bool parse_size(const std::string& text, uint64_t* out, bool allow_inf = false);
 
 }  // namespace collx
+
+namespace collx {
+// The registry as a Markdown table (docs/environment.md is this text; a test keeps them equal).
+std::string settings_markdown();
+}  // namespace collx

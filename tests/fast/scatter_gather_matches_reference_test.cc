@@ -1,0 +1,53 @@
+// Reduce-scatter and all-gather on every world size, count, datatype, op and in-place mode
+// equal the reference.
+#include "tests/fast/sweep.h"
+
+namespace collx {
+namespace testing {
+namespace {
+
+class ScatterGatherSweep : public ::testing::TestWithParam<int> {};
+
+TEST_P(ScatterGatherSweep, ReduceScatterMatchesReference) {
+  ThreadRanks world(GetParam());
+  ASSERT_TRUE(world.ok()) << world.error();
+  std::vector<CollCase> cases;
+  for (size_t count : sweep_counts())
+    for (collx_datatype_t dt : sweep_datatypes())
+      for (collx_op_t op : sweep_ops())
+        for (bool in_place : {false, true}) {
+          CollCase c;
+          c.coll = COLLX_COLL_REDUCE_SCATTER;
+          c.count = count;
+          c.datatype = dt;
+          c.op = op;
+          c.in_place = in_place;
+          c.algorithm = COLLX_ALGO_RING;
+          cases.push_back(c);
+        }
+  run_cases(world, cases);
+}
+
+TEST_P(ScatterGatherSweep, AllgatherMatchesReference) {
+  ThreadRanks world(GetParam());
+  ASSERT_TRUE(world.ok()) << world.error();
+  std::vector<CollCase> cases;
+  for (size_t count : sweep_counts())
+    for (collx_datatype_t dt : sweep_datatypes())
+      for (bool in_place : {false, true}) {
+        CollCase c;
+        c.coll = COLLX_COLL_ALLGATHER;
+        c.count = count;
+        c.datatype = dt;
+        c.in_place = in_place;
+        c.algorithm = COLLX_ALGO_RING;
+        cases.push_back(c);
+      }
+  run_cases(world, cases);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, ScatterGatherSweep, ::testing::ValuesIn(sweep_world_sizes()));
+
+}  // namespace
+}  // namespace testing
+}  // namespace collx

@@ -1,0 +1,49 @@
+#include "tests/support/thread_ranks.h"
+
+#include <mutex>
+#include <thread>
+
+namespace collx {
+namespace testing {
+
+void run_threads(int size, const std::function<void(int rank)>& fn) {
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) threads.emplace_back([&fn, r] { fn(r); });
+  for (auto& t : threads) t.join();
+}
+
+ThreadRanks::ThreadRanks(int size, int64_t timeout_ms) : size_(size), comms_(static_cast<size_t>(size), nullptr) {
+  if (collx_store_create_memory(&store_) != COLLX_OK) {
+    error_ = "cannot create a memory store";
+    return;
+  }
+  std::mutex mutex;
+  run_threads(size, [&](int rank) {
+    collx_config_t config;
+    collx_config_init(&config, sizeof config);
+    config.rank = rank;
+    config.world_size = size;
+    config.store = store_;
+    config.timeout_ms = timeout_ms;
+    collx_comm_t comm = nullptr;
+    collx_status_t rc = collx_comm_create(&config, &comm);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (rc != COLLX_OK) {
+      error_ += "rank " + std::to_string(rank) + ": " + collx_status_name(rc) + ": " + collx_last_error(nullptr) + "\n";
+    }
+    comms_[static_cast<size_t>(rank)] = comm;
+  });
+}
+
+ThreadRanks::~ThreadRanks() {
+  run_threads(size_, [&](int rank) { collx_comm_destroy(comms_[static_cast<size_t>(rank)]); });
+  collx_store_destroy(store_);
+}
+
+void ThreadRanks::run(const std::function<void(int rank, collx_comm_t comm)>& fn) {
+  run_threads(size_, [&](int rank) { fn(rank, comms_[static_cast<size_t>(rank)]); });
+}
+
+}  // namespace testing
+}  // namespace collx
