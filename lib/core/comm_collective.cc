@@ -26,8 +26,8 @@ Status Communicator::select_algorithm(collx_coll_t coll, size_t count, collx_dat
     return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: unknown datatype %d", static_cast<int>(datatype));
   }
   if (forced < 0 || forced >= COLLX_NUM_ALGORITHMS || !algorithm_implements(forced, coll)) {
-    return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: algorithm %d does not implement %s",
-                       static_cast<int>(forced), coll_name(coll));
+    return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: algorithm '%s' (%d) does not implement %s",
+                       algorithm_name(forced), static_cast<int>(forced), coll_name(coll));
   }
   const size_t element = coll == COLLX_COLL_BARRIER ? 0 : datatype_size(datatype);
   *out = settings_.selector.choose(coll, selection_bytes(coll, count, element, size_), size_, forced);

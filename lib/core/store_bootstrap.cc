@@ -15,10 +15,6 @@ std::map<std::string, std::unique_ptr<TcpStoreServer>>& hosted_servers() {
   static auto* servers = new std::map<std::string, std::unique_ptr<TcpStoreServer>>();
   return *servers;
 }
-std::map<std::pair<std::string, int>, uint64_t>& world_counters() {
-  static auto* counters = new std::map<std::pair<std::string, int>, uint64_t>();
-  return *counters;
-}
 
 }  // namespace
 
@@ -46,10 +42,11 @@ Status open_tcp_store(const std::string& address, int rank, Deadline deadline,
   return connect_tcp_store(address, deadline, out);
 }
 
-std::string next_world_prefix(const std::string& store_identity, int rank) {
-  std::lock_guard<std::mutex> lock(g_registry_mutex);
-  uint64_t generation = world_counters()[{store_identity, rank}]++;
-  return "collx/w" + std::to_string(generation);
+Status next_world_prefix(Store* store, int rank, std::string* prefix) {
+  int64_t generation = 0;
+  COLLX_RETURN_IF_ERROR(store->add("collx/generation/" + std::to_string(rank), 1, &generation));
+  *prefix = "collx/w" + std::to_string(generation - 1);
+  return Status::Ok();
 }
 
 Status StoreBootstrap::allgather(const std::string& name, const std::vector<uint8_t>& mine,

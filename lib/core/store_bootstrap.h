@@ -22,9 +22,10 @@ namespace collx {
 Status open_tcp_store(const std::string& address, int rank, Deadline deadline,
                       std::shared_ptr<Store>* out);
 
-// A unique key prefix for the next world communicator this rank creates on this store:
-// every rank creates its world communicators in the same order, so the counters agree.
-std::string next_world_prefix(const std::string& store_identity, int rank);
+// A unique key prefix for the next world communicator this rank creates on this store. The
+// counter lives in the store (one per rank): every rank creates its world communicators in
+// the same order, so the counters agree, whichever process or thread each rank is.
+Status next_world_prefix(Store* store, int rank, std::string* prefix);
 
 // transport::Bootstrap on a store under `prefix`: allgather = set prefix/name/rank, then
 // read every rank's key. Remembers the keys so cleanup() can remove them.

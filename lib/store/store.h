@@ -18,6 +18,8 @@ using Bytes = std::vector<uint8_t>;
 // Limits enforced by every implementation (and checked on the wire before allocating).
 constexpr size_t kStoreMaxKeyBytes = 4096;
 constexpr size_t kStoreMaxValueBytes = 64u << 20;
+// Most keys one wait() may name.
+constexpr size_t kStoreMaxWaitKeys = 4096;
 
 // All methods are thread-safe. Every blocking method ends by its deadline with
 // COLLX_ERR_TIMEOUT naming the key(s) it waited for.
@@ -31,7 +33,8 @@ class Store {
   // Treats the value as a decimal int64 (missing = 0), adds delta, stores and returns it.
   virtual Status add(const std::string& key, int64_t delta, int64_t* new_value) = 0;
   // If the key's value equals `expected` (or the key is missing and `expected` is empty),
-  // store `desired`. Returns in *current the value stored after the call.
+  // store `desired`. Returns in *current the value stored after the call (empty when the key
+  // is still missing; torch's TCPStore echoes `expected` there instead).
   virtual Status compare_set(const std::string& key, const Bytes& expected, const Bytes& desired,
                              Bytes* current) = 0;
   // Waits until every key exists.
@@ -41,7 +44,9 @@ class Store {
 };
 
 // A TCP store client connected to "host:port" (retrying until the deadline while nothing
-// listens there yet).
+// listens there yet). Calls without a deadline of their own (set, add, compare_set, remove)
+// are bounded by COLLX_TIMEOUT_MS. Once the server closes a connection every call fails with
+// COLLX_ERR_REMOTE naming the address.
 Status connect_tcp_store(const std::string& address, Deadline deadline, std::shared_ptr<Store>* out);
 
 // A TCP store server listening on "host:port" ("0.0.0.0:port" or "*:port" for all

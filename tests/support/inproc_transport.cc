@@ -36,6 +36,7 @@ struct InprocFabric::State {
   size_t deliveries = 0;
   size_t fail_at_delivery = 0;  // 0: no injected failure
   Status injected;
+  bool injected_poisons = true;
   bool sealed = false;
 };
 
@@ -109,11 +110,12 @@ size_t InprocFabric::deliveries(int rank) const {
   return states_[static_cast<size_t>(rank)]->deliveries;
 }
 
-void InprocFabric::fail_delivery(int rank, size_t nth, Status status) {
+void InprocFabric::fail_delivery(int rank, size_t nth, Status status, bool poison_rank) {
   std::lock_guard<std::mutex> lock(mu_);
   State& st = *states_[static_cast<size_t>(rank)];
   st.fail_at_delivery = st.deliveries + nth;
   st.injected = std::move(status);
+  st.injected_poisons = poison_rank;
 }
 
 void InprocFabric::seal(int rank) {
@@ -178,7 +180,7 @@ Status InprocFabric::deliver_locked(int src, int dst, Request* recv, const Messa
     Status injected = to.injected;
     complete_locked(dst, recv, injected);
     if (msg.send) complete_locked(src, msg.send, Status::Ok());
-    poison_locked(dst, injected, true);
+    if (to.injected_poisons) poison_locked(dst, injected, true);
     return injected;
   }
   if (msg.bytes > 0) {

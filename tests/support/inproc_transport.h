@@ -59,9 +59,10 @@ class InprocFabric {
   // Messages whose data reached one of `rank`'s receives.
   size_t deliveries(int rank) const;
   // The nth message (1-based, counted from now) reaching a receive of `rank` fails that
-  // receive with `status`, and `rank` is poisoned, notifying its peers — as a transport
-  // that finds a connection broken mid-collective.
-  void fail_delivery(int rank, size_t nth, Status status);
+  // receive with `status`. With poison_rank, `rank` is then poisoned, notifying its peers
+  // (a transport finding a connection broken mid-collective); without, only that receive
+  // fails and the transport stays healthy, so the caller alone must clean up the rest.
+  void fail_delivery(int rank, size_t nth, Status status, bool poison_rank = true);
   // Declare `rank` done with its buffers: from now on, every read or write of a buffer of
   // a request `rank` posted counts as a violation.
   void seal(int rank);

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Runs collx-bench and the Open MPI baseline (collx-mpi-bench) on the same sizes and prints,
+# per size, collx busbw, MPI busbw and the ratio collx/MPI (out-of-place and in-place).
+# Open MPI is forced onto TCP by default (btl tcp,self, pml ob1), like collx's transport;
+# --mpi-shm leaves Open MPI on its defaults (shared memory between local ranks).
+#
+#   bench/compare_mpi.sh [--build DIR] [--np "2 4"] [--colls "allreduce reducescatter allgather"]
+#                        [-b 1M] [-e 64M] [-f 2] [-n 20] [-w 5] [-c 1] [-d float] [-o sum]
+#                        [--mpi-shm] [--collx-args "-a ring"] [--mpirun mpirun] [--out DIR]
+#
+# Every command is printed before it runs; the tables and JSON files stay in --out.
+set -u
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+
+script_dir=$(cd "$(dirname "$0")" && pwd)
+build="$script_dir/../build"
+nps="2 4"
+colls="allreduce"
+minb=1M maxb=64M factor=2 iters=20 warmup=5 check=1 dtype=float op=sum
+mpi_shm=0
+collx_args=""
+mpirun=mpirun
+out=""
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --np) nps=${2//,/ }; shift 2 ;;
+    --colls) colls=${2//,/ }; shift 2 ;;
+    -b) minb=$2; shift 2 ;;
+    -e) maxb=$2; shift 2 ;;
+    -f) factor=$2; shift 2 ;;
+    -n) iters=$2; shift 2 ;;
+    -w) warmup=$2; shift 2 ;;
+    -c) check=$2; shift 2 ;;
+    -d) dtype=$2; shift 2 ;;
+    -o) op=$2; shift 2 ;;
+    --mpi-shm) mpi_shm=1; shift ;;
+    --collx-args) collx_args=$2; shift 2 ;;
+    --mpirun) mpirun=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "compare_mpi.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+for c in $colls; do
+  case "$c" in allreduce|reducescatter|allgather) ;; *)
+    echo "compare_mpi.sh: the MPI baseline has allreduce, reducescatter and allgather, not '$c'" >&2; exit 2 ;;
+  esac
+done
+collx_bench="$build/bench/collx-bench"
+mpi_bench="$build/bench/collx-mpi-bench"
+for exe in "$collx_bench" "$mpi_bench"; do
+  if [ ! -x "$exe" ]; then
+    echo "compare_mpi.sh: $exe not found: build it (cmake --build $build --target collx-bench collx-mpi-bench) or pass --build" >&2
+    exit 2
+  fi
+done
+if ! command -v "$mpirun" >/dev/null 2>&1; then
+  echo "compare_mpi.sh: $mpirun not found" >&2
+  exit 2
+fi
+[ -n "$out" ] || out=$(mktemp -d /tmp/collx-compare.XXXXXX)
+mkdir -p "$out"
+
+mpi_transport=(--mca btl "tcp,self" --mca pml ob1)
+mpi_label="Open MPI over TCP (btl tcp,self, pml ob1)"
+if [ "$mpi_shm" = 1 ]; then
+  mpi_transport=()
+  mpi_label="Open MPI defaults (shared memory allowed)"
+fi
+sweep=(-b "$minb" -e "$maxb" -f "$factor" -n "$iters" -w "$warmup" -c "$check" -d "$dtype" -o "$op")
+
+status=0
+pairs=()
+for np in $nps; do
+  for coll in $colls; do
+    cj="$out/collx_${coll}_np${np}.json"
+    mj="$out/mpi_${coll}_np${np}.json"
+    rm -f "$cj" "$mj"
+    # shellcheck disable=SC2206  # --collx-args is split into words on purpose
+    ccmd=("$collx_bench" "$coll" --np "$np" "${sweep[@]}" $collx_args --json "$cj")
+    mcmd=("$mpirun" --allow-run-as-root --oversubscribe -np "$np" "${mpi_transport[@]}"
+          "$mpi_bench" "$coll" "${sweep[@]}" --json "$mj")
+    echo "+ ${ccmd[*]} > $out/collx_${coll}_np${np}.log"
+    "${ccmd[@]}" >"$out/collx_${coll}_np${np}.log" 2>&1 || {
+      echo "  collx-bench failed (exit $?); see $out/collx_${coll}_np${np}.log:"; tail -5 "$out/collx_${coll}_np${np}.log" | sed 's/^/  | /'; status=1; }
+    echo "+ ${mcmd[*]} > $out/mpi_${coll}_np${np}.log"
+    "${mcmd[@]}" >"$out/mpi_${coll}_np${np}.log" 2>&1 || {
+      echo "  collx-mpi-bench failed (exit $?); see $out/mpi_${coll}_np${np}.log:"; tail -5 "$out/mpi_${coll}_np${np}.log" | sed 's/^/  | /'; status=1; }
+    pairs+=("$coll" "$np" "$cj" "$mj")
+  done
+done
+
+echo
+echo "# collx: $collx_bench (TCP${collx_args:+, $collx_args})   MPI: $mpi_label"
+python3 - "$mpi_label" "${pairs[@]}" <<'PY'
+import json
+import sys
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        return None
+
+def bw(cell):
+    return cell.get("busbw") if isinstance(cell, dict) else None
+
+def ratio(a, b):
+    return "%8.2f" % (a / b) if a is not None and b else "%8s" % "-"
+
+def num(v):
+    return "%10.3f" % v if v is not None else "%10s" % "-"
+
+args = sys.argv[2:]
+for i in range(0, len(args), 4):
+    coll, np, cpath, mpath = args[i:i + 4]
+    c, m = load(cpath), load(mpath)
+    print()
+    if c is None or m is None:
+        missing = [p for p, d in ((cpath, c), (mpath, m)) if d is None]
+        print("# %s np=%s: no results (%s)" % (coll, np, ", ".join(missing)))
+        continue
+    print("# %s np=%s   busbw in GB/s   collx %s, MPI %s" % (coll, np, c.get("library_version", "?"),
+                                                          m.get("library_version", "?")))
+    print("# %12s  %12s  %10s  %10s  %8s  %10s  %10s  %8s  %s" % (
+        "size (B)", "count", "collx oop", "MPI oop", "ratio", "collx ip", "MPI ip", "ratio", "collx algorithm"))
+    mpi_rows = {(r["size"], r["type"], r["redop"]): r for r in m.get("results", [])}
+    for r in c.get("results", []):
+        mr = mpi_rows.get((r["size"], r["type"], r["redop"]))
+        co, ci = bw(r.get("out_of_place")), bw(r.get("in_place"))
+        mo = bw(mr.get("out_of_place")) if mr else None
+        mi = bw(mr.get("in_place")) if mr else None
+        print("  %12d  %12d  %s  %s  %s  %s  %s  %s  %s" % (
+            r["size"], r["count"], num(co), num(mo), ratio(co, mo), num(ci), num(mi), ratio(ci, mi),
+            r.get("algorithm", "?")))
+    if c.get("results") and m.get("results"):
+        ca, ma = c.get("avg_busbw"), m.get("avg_busbw")
+        print("# avg busbw: collx %s  MPI %s  ratio %s" % (num(ca).strip(), num(ma).strip(), ratio(ca, ma).strip()))
+    for name, d in (("collx", c), ("MPI", m)):
+        for e in d.get("errors", []):
+            print("# %s error: %s" % (name, e))
+        if d.get("wrong_total"):
+            print("# WARNING: %s reported %d wrong elements" % (name, d["wrong_total"]))
+PY
+echo
+echo "# logs and JSON in $out"
+exit $status

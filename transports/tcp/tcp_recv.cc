@@ -1,0 +1,399 @@
+// The receive side of the TCP engine: reading frames from a socket, announcing and matching
+// messages, buffering unexpected ones within the budget, and pausing a socket when it must
+// wait (for an announcement on socket 0, or for budget).
+#include <errno.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+
+#include "lib/common/log.h"
+#include "transports/tcp/tcp_engine.h"
+
+namespace collx {
+namespace tcp {
+
+namespace {
+
+// Payload remainders at least this large are received straight into their destination;
+// smaller ones go through the socket's buffer so one recv() also picks up the next frames.
+constexpr size_t kDirectReadMin = 16 << 10;
+// Bytes read from one socket per turn, so one busy peer cannot starve the others.
+constexpr size_t kReadQuota = 8 << 20;
+
+std::string tag_text(uint64_t tag) {
+  if (transport::is_coll_tag(tag)) {
+    return string_printf("collective #%" PRIu64 " step %" PRIu64, transport::coll_tag_seq(tag),
+                         tag & (transport::kCollMaxSteps - 1));
+  }
+  return string_printf("tag %" PRIu64, tag);
+}
+
+}  // namespace
+
+// Reads and processes frames until the socket has nothing more now, pauses, ends or the
+// transport fails. Leaves the epoll registration matching the socket's new state.
+void TcpEngine::read_socket(Socket& s) {
+  size_t quota = kReadQuota;
+  uint64_t seen = completions_;
+  while (poison_.ok() && !aborted_.load(std::memory_order_relaxed)) {
+    if (s.rx == RxState::kClosed) break;
+    if (completions_ != seen) {
+      seen = completions_;
+      if (driver_satisfied()) {
+        schedule_read(s);  // the rest is read in the next round, after the caller posted more
+        break;
+      }
+    }
+    if (s.rx == RxState::kWaitAnnounce || s.rx == RxState::kWaitBudget) {
+      if (!handle_data_header(s)) break;  // still paused (or failed)
+      continue;
+    }
+    const size_t buffered = s.rlen - s.rpos;
+    if (s.rx == RxState::kHeader) {
+      if (buffered >= kFrameHeaderBytes) {
+        if (!parse_header(s)) break;
+        continue;
+      }
+    } else {  // kPayload
+      if (s.left == 0) {
+        finish_frame(s);
+        continue;
+      }
+      if (buffered > 0) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(buffered, s.left));
+        uint8_t* dst = payload_target(s);
+        if (dst != nullptr) std::memcpy(dst, s.rbuf.get() + s.rpos, n);
+        s.rpos += n;
+        receive_payload_bytes(s, n);
+        continue;
+      }
+    }
+    // Nothing usable is buffered: read from the kernel.
+    if (quota == 0) {
+      schedule_read(s);  // more may be waiting; let the other sockets have a turn first
+      break;
+    }
+    if (s.maybe_drained) break;  // the last recv() emptied the socket; epoll reports more
+    uint8_t* dst = s.rx == RxState::kPayload ? payload_target(s) : nullptr;
+    ssize_t n;
+    if (dst != nullptr && s.left >= kDirectReadMin) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(s.left, quota));
+      do {
+        n = ::recv(s.fd.get(), dst, want, 0);
+      } while (n < 0 && errno == EINTR);
+      if (n > 0) {
+        s.maybe_drained = static_cast<size_t>(n) < want;
+        receive_payload_bytes(s, static_cast<size_t>(n));
+      }
+    } else {
+      n = fill_rbuf(s);
+    }
+    if (n > 0) {
+      quota -= std::min(quota, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) {
+      on_stream_end(s, 0);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      s.maybe_drained = true;
+    } else {
+      on_stream_end(s, errno);
+    }
+    break;
+  }
+  update_epoll(s);
+}
+
+// Appends what the kernel has to the socket buffer (after moving unparsed bytes to the
+// front). Returns recv()'s result; errno is set when negative.
+ssize_t TcpEngine::fill_rbuf(Socket& s) {
+  if (s.rpos > 0) {
+    size_t rest = s.rlen - s.rpos;
+    if (rest > 0) std::memmove(s.rbuf.get(), s.rbuf.get() + s.rpos, rest);
+    s.rlen = rest;
+    s.rpos = 0;
+  }
+  size_t space = kRxBufferBytes - s.rlen;
+  ssize_t n;
+  do {
+    n = ::recv(s.fd.get(), s.rbuf.get() + s.rlen, space, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    s.rlen += static_cast<size_t>(n);
+    s.maybe_drained = static_cast<size_t>(n) < space;
+  }
+  return n;
+}
+
+uint8_t* TcpEngine::payload_target(Socket& s) {
+  if (s.hdr.type == FrameType::kPoison) return reinterpret_cast<uint8_t*>(&s.text[0]) + s.pos;
+  uint8_t* base = s.msg->target();
+  return base != nullptr ? base + s.pos : nullptr;
+}
+
+void TcpEngine::receive_payload_bytes(Socket& s, size_t n) {
+  s.pos += n;
+  s.left -= n;
+  if (s.msg != nullptr) s.msg->received += n;
+  if (s.left == 0) finish_frame(s);
+}
+
+// Decodes the header at rbuf[rpos]. False when reading must stop (failure or pause).
+bool TcpEngine::parse_header(Socket& s) {
+  Peer& p = peers_[s.peer];
+  FrameHeader h;
+  std::string why;
+  if (!decode_frame_header(s.rbuf.get() + s.rpos, p.rank, &h, &why)) {
+    protocol_error(s, why);
+    return false;
+  }
+  s.rpos += kFrameHeaderBytes;
+  if (s.goodbye_received) {
+    protocol_error(s, "frame after GOODBYE");
+    return false;
+  }
+  s.hdr = h;
+  switch (h.type) {
+    case FrameType::kGoodbye:
+      s.goodbye_received = true;
+      if (++p.goodbyes == nsocks_) peer_departed(p);
+      return true;
+    case FrameType::kPoison:
+      s.text.assign(h.frag_bytes, '\0');
+      s.msg = nullptr;
+      s.pos = 0;
+      s.left = h.frag_bytes;
+      s.rx = RxState::kPayload;
+      return true;
+    case FrameType::kData:
+      return handle_data_header(s);
+  }
+  return false;
+}
+
+// Handles the DATA header in s.hdr: an announcement (offset 0, socket 0) or a further
+// fragment of an announced message. Also re-runs a paused header. False when paused or failed.
+bool TcpEngine::handle_data_header(Socket& s) {
+  Peer& p = peers_[s.peer];
+  const FrameHeader& h = s.hdr;
+  if (h.frag_offset == 0) {
+    if (s.index != 0) {
+      protocol_error(s, "first fragment of a message on a socket other than socket 0");
+      return false;
+    }
+    return announce(s);
+  }
+  if (h.frag_bytes == 0) {
+    protocol_error(s, "empty fragment");
+    return false;
+  }
+  if (h.msg_id > p.last_announced) {
+    if (s.index == 0) {
+      protocol_error(s, string_printf("fragment of message %" PRIu64 " before its first fragment", h.msg_id));
+      return false;
+    }
+    // Socket 0 has not announced the message yet: stop reading here until it does.
+    s.rx = RxState::kWaitAnnounce;
+    return false;
+  }
+  auto it = p.live.find(h.msg_id);
+  if (it == p.live.end() || it->second->complete) {
+    protocol_error(s, string_printf("fragment of message %" PRIu64 ", which is not in progress", h.msg_id));
+    return false;
+  }
+  InMsg* m = it->second.get();
+  if (m->tag != h.tag || m->bytes != h.msg_bytes || m->desc != h.desc) {
+    protocol_error(s, string_printf("fragment of message %" PRIu64 " disagrees with its first fragment", h.msg_id));
+    return false;
+  }
+  if (h.frag_bytes > m->bytes - m->claimed) {
+    protocol_error(s, string_printf("fragments of message %" PRIu64 " exceed its %" PRIu64 " bytes", h.msg_id, m->bytes));
+    return false;
+  }
+  m->claimed += h.frag_bytes;
+  s.msg = m;
+  s.pos = h.frag_offset;
+  s.left = h.frag_bytes;
+  s.rx = RxState::kPayload;
+  return true;
+}
+
+bool TcpEngine::announce(Socket& s) {
+  Peer& p = peers_[s.peer];
+  const FrameHeader& h = s.hdr;
+  if (h.msg_id <= p.last_announced) {
+    protocol_error(s, string_printf("message id %" PRIu64 " after %" PRIu64, h.msg_id, p.last_announced));
+    return false;
+  }
+  if ((h.frag_bytes == 0) != (h.msg_bytes == 0)) {
+    protocol_error(s, "empty first fragment of a non-empty message");
+    return false;
+  }
+  Status status = check_active_op(p.rank, h.tag, h.desc);
+  if (!status.ok()) {
+    poison_locked(status, true);
+    return false;
+  }
+  Request* recv = nullptr;
+  auto posted = p.posted.find(h.tag);
+  if (posted != p.posted.end()) {
+    recv = posted->second.front();
+    status = check_match(p.rank, h.tag, h.msg_bytes, h.desc, recv->bytes, recv->desc);
+    if (!status.ok()) {
+      poison_locked(status, true);
+      return false;
+    }
+    posted->second.pop_front();
+    if (posted->second.empty()) p.posted.erase(posted);
+  } else if (h.msg_bytes > 0 && !p.closing && unexpected_bytes_ + h.msg_bytes > unexpected_max_bytes_) {
+    // Never drop: stop reading from this peer (TCP pushes back on it) until a receive is
+    // posted or buffered messages are consumed.
+    if (s.rx != RxState::kWaitBudget) {
+      COLLX_TRACE(NET, "rank %d: unexpected-message budget full (%" PRIu64 " of %zu bytes): pausing reads from rank %d",
+                  rank_, unexpected_bytes_, unexpected_max_bytes_, p.rank);
+    }
+    s.rx = RxState::kWaitBudget;
+    return false;
+  }
+  InMsg* m = new_message(p, h.msg_id, h.tag, h.msg_bytes, h.desc, recv);
+  if (m == nullptr) return false;
+  COLLX_TRACE(NET, "rank %d: message %" PRIu64 " from rank %d, %s, %" PRIu64 " bytes: %s", rank_, h.msg_id, p.rank,
+              tag_text(h.tag).c_str(), h.msg_bytes, recv ? "matched" : "unexpected");
+  p.last_announced = h.msg_id;
+  m->claimed = h.frag_bytes;
+  resume_announce_waiters(p);
+  if (h.msg_bytes == 0) {
+    s.rx = RxState::kHeader;
+    complete_message(p, m);
+    return true;
+  }
+  s.msg = m;
+  s.pos = 0;
+  s.left = h.frag_bytes;
+  s.rx = RxState::kPayload;
+  return true;
+}
+
+InMsg* TcpEngine::new_message(Peer& p, uint64_t msg_id, uint64_t tag, uint64_t bytes, const OpDesc& desc,
+                              Request* recv) {
+  auto m = std::make_unique<InMsg>();
+  m->peer = p.rank;
+  m->msg_id = msg_id;
+  m->tag = tag;
+  m->bytes = bytes;
+  m->desc = desc;
+  m->recv = recv;
+  if (recv == nullptr && bytes > 0) {
+    m->staging.reset(static_cast<uint8_t*>(std::malloc(bytes)));
+    if (!m->staging) {
+      poison_locked(make_status(COLLX_ERR_NO_MEMORY, "rank %d: cannot buffer an unexpected message of %" PRIu64
+                                                     " bytes from rank %d", rank_, bytes, p.rank),
+                    true);
+      return nullptr;
+    }
+    unexpected_bytes_ += bytes;
+  }
+  InMsg* raw = m.get();
+  if (recv != nullptr) {
+    recv->transport_private = raw;
+  } else {
+    p.unexpected[tag].push_back(raw);
+  }
+  p.live[msg_id] = std::move(m);
+  return raw;
+}
+
+void TcpEngine::finish_frame(Socket& s) {
+  s.rx = RxState::kHeader;
+  Peer& p = peers_[s.peer];
+  if (s.hdr.type == FrameType::kPoison) {
+    std::string text = s.text;
+    for (char& c : text) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+    }
+    auto code = static_cast<collx_status_t>(static_cast<int64_t>(s.hdr.tag));
+    // The failed rank told every peer itself: no need to relay.
+    poison_locked(make_status(COLLX_ERR_REMOTE, "rank %d failed: %s: %s", p.rank, status_name(code), text.c_str()),
+                  false);
+    return;
+  }
+  InMsg* m = s.msg;
+  s.msg = nullptr;
+  if (m->received == m->bytes) complete_message(p, m);
+}
+
+// Every byte of `m` arrived. Deliver it to its receive, or leave it buffered for one.
+void TcpEngine::complete_message(Peer& p, InMsg* m) {
+  m->complete = true;
+  if (m->discard) {
+    release_staging(m);
+    p.live.erase(m->msg_id);
+    return;
+  }
+  Request* recv = m->recv;
+  if (recv == nullptr) return;  // unexpected: waits in p.unexpected for its receive
+  if (m->staging) {
+    if (m->bytes > 0) std::memcpy(recv->buffer, m->staging.get(), m->bytes);
+    release_staging(m);
+  }
+  recv->transport_private = nullptr;
+  p.live.erase(m->msg_id);  // destroys m
+  recv->complete_ok();
+  ++completions_;
+}
+
+void TcpEngine::release_staging(InMsg* m) {
+  if (!m->staging) return;
+  m->staging.reset();
+  unexpected_bytes_ -= m->bytes;
+  resume_budget_waiters();
+}
+
+void TcpEngine::resume_announce_waiters(Peer& p) {
+  for (auto& s : p.sockets) {
+    if (s->rx == RxState::kWaitAnnounce && s->hdr.msg_id <= p.last_announced) schedule_read(*s);
+  }
+}
+
+void TcpEngine::resume_budget_waiters() {
+  for (Peer& p : peers_) {
+    if (!p.sockets.empty() && p.sockets[0]->rx == RxState::kWaitBudget) schedule_read(*p.sockets[0]);
+  }
+}
+
+std::string TcpEngine::describe(const OpDesc& d) const {
+  if (describe_fn_) return describe_fn_(d);
+  return string_printf("op{kind %u, datatype %u, op %u, algorithm %u, root %d, count %" PRIu64 ", seq %" PRIu64 "}",
+                       d.kind, d.datatype, d.op, d.algorithm, d.root, d.count, d.seq);
+}
+
+Status TcpEngine::check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent_desc, size_t recv_bytes,
+                              const OpDesc& recv_desc) const {
+  if (sent_bytes == recv_bytes && sent_desc == recv_desc) return Status::Ok();
+  return make_status(COLLX_ERR_MISMATCH,
+                     "rank %d posted %s [receiving %zu bytes from rank %d] but rank %d sent %s [%" PRIu64
+                     " bytes] (%s)",
+                     rank_, describe(recv_desc).c_str(), recv_bytes, peer, peer, describe(sent_desc).c_str(),
+                     sent_bytes, tag_text(tag).c_str());
+}
+
+Status TcpEngine::check_active_op(int peer, uint64_t tag, const OpDesc& desc) const {
+  if (!active_ || !transport::is_coll_tag(tag)) return Status::Ok();
+  const OpDesc& active = *active_;
+  if (desc.seq == active.seq && desc != active) {
+    return make_status(COLLX_ERR_MISMATCH, "rank %d is running %s but rank %d sent %s (%s)", rank_,
+                       describe(active).c_str(), peer, describe(desc).c_str(), tag_text(tag).c_str());
+  }
+  if (desc.seq < active.seq) {
+    return make_status(COLLX_ERR_MISMATCH,
+                       "rank %d is running %s but rank %d sent a message of an earlier collective, %s (%s), that "
+                       "no receive consumed: the ranks called different collectives",
+                       rank_, describe(active).c_str(), peer, describe(desc).c_str(), tag_text(tag).c_str());
+  }
+  return Status::Ok();
+}
+
+}  // namespace tcp
+}  // namespace collx
