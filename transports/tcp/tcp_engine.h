@@ -271,6 +271,7 @@ class TcpEngine final : public TcpTransport {
   Request* const* driver_reqs_ = nullptr;
   size_t driver_count_ = 0;
   Status poison_;
+  bool peers_notified_ = false;  // POISON frames went out (once)
   bool closed_ = false;
   std::optional<OpDesc> active_;
   uint64_t unexpected_bytes_ = 0;

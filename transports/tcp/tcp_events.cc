@@ -358,7 +358,15 @@ void TcpEngine::fail_peer_requests(Peer& p, const Status& status, std::vector<Se
 }
 
 void TcpEngine::poison_locked(const Status& status, bool notify_peers) {
-  if (!poison_.ok()) return;
+  if (!poison_.ok()) {
+    // Already failed (e.g. a peer died) and now the caller asks to tell the others: pass on
+    // the first reason, so a survivor that sees this rank leave learns the root cause
+    // ("rank 1 failed: lost connection to rank 3") instead of blaming this rank.
+    if (notify_peers && !peers_notified_ && !aborted_.load(std::memory_order_relaxed) && !closed_) {
+      send_poison_frames(poison_);
+    }
+    return;
+  }
   poison_ = status.ok() ? make_status(COLLX_ERR_INTERNAL, "transport poisoned with an OK status") : status;
   if (!closed_) {
     COLLX_INFO(NET, "rank %d: TCP transport failed: %s: %s", rank_, status_name(poison_.code()),

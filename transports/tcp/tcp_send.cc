@@ -101,6 +101,7 @@ void TcpEngine::queue_control_frame(Socket& s, FrameType type, uint64_t tag, con
 // frame boundary (socket 0 preferred), one non-blocking write, then every socket is shut
 // down so peers see the end of the stream even when the frame did not get out.
 void TcpEngine::send_poison_frames(const Status& status) {
+  peers_notified_ = true;
   for (Peer& p : peers_) {
     if (p.sockets.empty() || p.departed) continue;
     for (auto& s : p.sockets) {
