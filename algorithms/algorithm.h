@@ -47,6 +47,9 @@ struct CollArgs {
 
 Status allreduce_ring(const Context& ctx, const CollArgs& args);
 Status allreduce_recursive_doubling(const Context& ctx, const CollArgs& args);
+// Rabenseifner: recursive-halving reduce-scatter then recursive-doubling all-gather
+// (2 log2 p steps instead of ring's 2(p-1)); non-powers of two fold the extra ranks first.
+Status allreduce_rabenseifner(const Context& ctx, const CollArgs& args);
 Status reduce_scatter_ring(const Context& ctx, const CollArgs& args);
 Status allgather_ring(const Context& ctx, const CollArgs& args);
 Status broadcast_binomial(const Context& ctx, const CollArgs& args);

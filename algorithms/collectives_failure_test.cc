@@ -162,7 +162,8 @@ TEST_P(FailureEveryAlgorithm, FailedReceiveMidCollectiveIsCleanedUpByTheAlgorith
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, FailureEveryAlgorithm,
-                         ::testing::Values("allreduce_ring", "allreduce_recursive_doubling", "reduce_scatter_ring",
+                         ::testing::Values("allreduce_ring", "allreduce_recursive_doubling", "allreduce_rabenseifner",
+                                           "reduce_scatter_ring",
                                            "allgather_ring", "broadcast_binomial", "reduce_binomial",
                                            "alltoall_pairwise", "barrier_dissemination"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });

@@ -324,7 +324,8 @@ TEST_P(EveryAlgorithm, MatchesReferenceForAMillionElements) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, EveryAlgorithm,
-                         ::testing::Values("allreduce_ring", "allreduce_recursive_doubling", "reduce_scatter_ring",
+                         ::testing::Values("allreduce_ring", "allreduce_recursive_doubling", "allreduce_rabenseifner",
+                                           "reduce_scatter_ring",
                                            "allgather_ring", "broadcast_binomial", "reduce_binomial",
                                            "alltoall_pairwise"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });

@@ -126,7 +126,8 @@ typedef enum collx_algorithm {
   COLLX_ALGO_PAIRWISE = 4,           /* alltoall */
   COLLX_ALGO_DISSEMINATION = 5,      /* barrier */
   COLLX_ALGO_DIRECT = 6,             /* send/recv */
-  COLLX_NUM_ALGORITHMS = 7
+  COLLX_ALGO_RABENSEIFNER = 7,       /* allreduce: recursive halving + doubling (large messages) */
+  COLLX_NUM_ALGORITHMS = 8
 } collx_algorithm_t;
 
 /* Where a buffer lives. AUTO asks the library to find out (host unless CUDA says so). */

@@ -31,6 +31,9 @@ enum class SettingType { kInt, kSize, kString, kBool };
     "empty = the interface that routes to the store.")                                            \
   X(TCP_NSOCKS, kInt, "2", "TCP sockets per peer; messages of TCP_STRIPE_MIN bytes or more are striped across them.") \
   X(TCP_STRIPE_MIN, kSize, "256K", "Smallest message striped across several TCP sockets.")        \
+  X(TCP_SOCKBUF, kSize, "4M",                                                                      \
+    "Kernel send and receive buffer of each TCP socket (capped by net.core.wmem_max/rmem_max); "  \
+    "0 keeps the kernel's autotuning.")                                                            \
   X(UNEXPECTED_MAX, kSize, "256M",                                                                 \
     "Bytes of unexpected messages (arrived before their receive was posted) buffered per "        \
     "communicator before collx stops reading from the sender.")                                    \

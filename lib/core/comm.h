@@ -43,11 +43,6 @@ struct CollCall {
 struct CommSettings {
   int64_t timeout_ms = -1;
   size_t chunk_bytes = 512 << 10;
-  int tcp_sockets_per_peer = 2;
-  bool tcp_sockets_explicit = false;  // COLLX_TCP_NSOCKS was set by the user
-  size_t tcp_stripe_min = 256 << 10;
-  size_t unexpected_max = 256u << 20;
-  std::string socket_ifname;
   uint32_t transports = COLLX_TRANSPORT_TCP;
   AlgorithmSelector selector;
   static Status from_environment(const JobConfig& job, CommSettings* out);

@@ -113,6 +113,9 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
     case COLLX_ALGO_RECURSIVE_DOUBLING:
       if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_recursive_doubling(ctx, args);
       break;
+    case COLLX_ALGO_RABENSEIFNER:
+      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_rabenseifner(ctx, args);
+      break;
     case COLLX_ALGO_BINOMIAL:
       if (args.desc.kind == COLLX_COLL_BROADCAST) return algo::broadcast_binomial(ctx, args);
       if (args.desc.kind == COLLX_COLL_REDUCE) return algo::reduce_binomial(ctx, args);

@@ -38,21 +38,6 @@ Status CommSettings::from_environment(const JobConfig& job, CommSettings* out) {
     }
     s.chunk_bytes = size_value;
   }
-  int64_t int_value = 0;
-  COLLX_RETURN_IF_ERROR(setting_int(SettingId::TCP_NSOCKS, &int_value, &found));
-  if (found) {
-    if (int_value < 1 || int_value > 16) {
-      return make_status(COLLX_ERR_INVALID_ARG, "COLLX_TCP_NSOCKS=%lld must be between 1 and 16",
-                         static_cast<long long>(int_value));
-    }
-    s.tcp_sockets_per_peer = static_cast<int>(int_value);
-    s.tcp_sockets_explicit = setting_is_set(SettingId::TCP_NSOCKS);
-  }
-  COLLX_RETURN_IF_ERROR(setting_size(SettingId::TCP_STRIPE_MIN, &size_value, &found));
-  if (found) s.tcp_stripe_min = size_value;
-  COLLX_RETURN_IF_ERROR(setting_size(SettingId::UNEXPECTED_MAX, &size_value, &found));
-  if (found) s.unexpected_max = size_value;
-  s.socket_ifname = setting_raw(SettingId::SOCKET_IFNAME);
   s.transports = job.transports;
   COLLX_RETURN_IF_ERROR(AlgorithmSelector::parse(setting_raw(SettingId::ALGO), &s.selector));
   *out = std::move(s);
@@ -124,6 +109,7 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
   }
 
   TcpTransportParams params;
+  COLLX_RETURN_IF_ERROR(load_tcp_settings(&params));
   params.rank = rank_;
   params.size = size_;
   params.comm_id = fnv1a64(prefix_.data(), prefix_.size());
@@ -132,11 +118,8 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
   params.describe = describe_op;
   // On loopback several sockets per peer cost more than they bring (measured: one socket
   // 1.3-1.5 GB/s, two 1.0-1.2 GB/s): stripe only across hosts unless asked to.
-  params.sockets_per_peer = single_host && !settings_.tcp_sockets_explicit ? 1 : settings_.tcp_sockets_per_peer;
-  params.stripe_min_bytes = settings_.tcp_stripe_min;
-  params.unexpected_max_bytes = settings_.unexpected_max;
-  params.ifname = settings_.socket_ifname;
-  if (settings_.socket_ifname.empty()) {
+  if (single_host && !setting_is_set(SettingId::TCP_NSOCKS)) params.sockets_per_peer = 1;
+  if (params.ifname.empty()) {
     if (single_host) {
       params.route_to_host = "127.0.0.1";
     } else if (!job_.store_addr.empty()) {

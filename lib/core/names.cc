@@ -14,7 +14,7 @@ const char* const kCollNames[COLLX_NUM_COLLS] = {
     "alltoall",  "barrier",        "send",      "recv"};
 
 const char* const kAlgorithmNames[COLLX_NUM_ALGORITHMS] = {
-    "auto", "ring", "recursive_doubling", "binomial", "pairwise", "dissemination", "direct"};
+    "auto", "ring", "recursive_doubling", "binomial", "pairwise", "dissemination", "direct", "rabenseifner"};
 
 std::string normalize(const std::string& name) {
   std::string out;
@@ -68,6 +68,7 @@ bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
       return coll == COLLX_COLL_ALLREDUCE || coll == COLLX_COLL_REDUCE_SCATTER ||
              coll == COLLX_COLL_ALLGATHER;
     case COLLX_ALGO_RECURSIVE_DOUBLING:
+    case COLLX_ALGO_RABENSEIFNER:
       return coll == COLLX_COLL_ALLREDUCE;
     case COLLX_ALGO_BINOMIAL:
       return coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE;

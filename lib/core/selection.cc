@@ -42,8 +42,8 @@ Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out)
     collx_algorithm_t algorithm;
     if (!algorithm_from_name(fields.back(), &algorithm)) {
       return bad_rule(rule, "unknown algorithm '" + fields.back() +
-                                "' (known: ring, recursive_doubling, binomial, pairwise, "
-                                "dissemination, direct, auto)");
+                                "' (known: ring, recursive_doubling, rabenseifner, binomial, "
+                                "pairwise, dissemination, direct, auto)");
     }
     if (fields.size() == 1) {
       // A bare algorithm applies to every collective it implements.
@@ -100,8 +100,11 @@ collx_algorithm_t AlgorithmSelector::choose(collx_coll_t coll, uint64_t bytes, i
     case COLLX_COLL_ALLREDUCE:
       // Recursive doubling takes log2(p) rounds of the whole vector; ring takes 2(p-1)
       // rounds of 1/p of it. Below the cut-over the round count (latency) dominates.
-      return (bytes < kAllreduceRingMinBytes || world_size <= 1) ? COLLX_ALGO_RECURSIVE_DOUBLING
-                                                                 : COLLX_ALGO_RING;
+      if (bytes < kAllreduceRingMinBytes || world_size <= 1) return COLLX_ALGO_RECURSIVE_DOUBLING;
+      // Same bytes on the wire; Rabenseifner takes 2 log2(p) steps to ring's 2(p-1). From 4
+      // ranks the saved steps (each a wake-up when ranks outnumber cores) win; at 2-3 ranks
+      // ring measured equal or better (collx-bench, docs/design.md).
+      return world_size >= 4 ? COLLX_ALGO_RABENSEIFNER : COLLX_ALGO_RING;
     case COLLX_COLL_REDUCE_SCATTER:
     case COLLX_COLL_ALLGATHER:
       return COLLX_ALGO_RING;

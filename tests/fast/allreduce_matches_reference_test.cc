@@ -16,7 +16,7 @@ TEST_P(AllreduceSweep, EveryCaseMatchesReference) {
     for (collx_datatype_t dt : sweep_datatypes())
       for (collx_op_t op : sweep_ops())
         for (bool in_place : {false, true})
-          for (collx_algorithm_t algo : {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING}) {
+          for (collx_algorithm_t algo : {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING, COLLX_ALGO_RABENSEIFNER}) {
             CollCase c;
             c.coll = COLLX_COLL_ALLREDUCE;
             c.count = count;

@@ -91,11 +91,14 @@ Status choose_local_address(const std::string& ifname, const std::string& route_
                             SocketAddress* out, std::string* why);
 
 // Non-blocking, close-on-exec listener bound to `address` (port 0 = ephemeral).
-Status listen_on(const SocketAddress& address, int backlog, Fd* out, SocketAddress* bound);
+// socket_buffer_bytes > 0 sets SO_SNDBUF/SO_RCVBUF (inherited by accepted sockets) before
+// the SYN, so the negotiated window scale allows them.
+Status listen_on(const SocketAddress& address, int backlog, Fd* out, SocketAddress* bound,
+                 size_t socket_buffer_bytes = 0);
 
 // Starts a non-blocking connect with TCP_NODELAY set. Returns 0 when connected at once,
 // EINPROGRESS when pending (wait for writability, then read socket_error), else an errno.
-int start_connect(const SocketAddress& address, Fd* out);
+int start_connect(const SocketAddress& address, Fd* out, size_t socket_buffer_bytes = 0);
 // The pending error of a socket (SO_ERROR), 0 when none.
 int socket_error(int fd);
 

@@ -137,7 +137,7 @@ Status MeshBuilder::timeout_error() const {
 Status MeshBuilder::step_outgoing(Outgoing& o, short revents) {
   if (o.state == Outgoing::kWaitRetry) {
     if (Clock::now() < o.retry_at) return Status::Ok();
-    int rc = start_connect(addresses_[o.peer], &o.fd);
+    int rc = start_connect(addresses_[o.peer], &o.fd, p_.socket_buffer_bytes);
     if (rc == 0 || rc == EINPROGRESS) {
       o.state = Outgoing::kConnecting;
       return Status::Ok();

@@ -21,6 +21,7 @@ struct MeshParams {
   int size = 1;
   uint64_t comm_id = 0;
   int sockets_per_peer = 1;
+  size_t socket_buffer_bytes = 0;  // SO_SNDBUF/SO_RCVBUF of connecting sockets; 0 = kernel default
   Deadline deadline = Deadline::never();
   int hello_timeout_ms = 5000;
 };

@@ -23,6 +23,13 @@ Status load_tcp_settings(TcpTransportParams* params) {
   COLLX_RETURN_IF_ERROR(setting_size(SettingId::TCP_STRIPE_MIN, &stripe_min));
   uint64_t unexpected_max = params->unexpected_max_bytes;
   COLLX_RETURN_IF_ERROR(setting_size(SettingId::UNEXPECTED_MAX, &unexpected_max));
+  uint64_t socket_buffer = params->socket_buffer_bytes;
+  COLLX_RETURN_IF_ERROR(setting_size(SettingId::TCP_SOCKBUF, &socket_buffer));
+  if (socket_buffer > (1u << 30)) {
+    return make_status(COLLX_ERR_INVALID_ARG, "COLLX_TCP_SOCKBUF=%llu is above 1G",
+                       static_cast<unsigned long long>(socket_buffer));
+  }
+  params->socket_buffer_bytes = static_cast<size_t>(socket_buffer);
   params->sockets_per_peer = static_cast<int>(nsocks);
   params->stripe_min_bytes = static_cast<size_t>(stripe_min);
   params->unexpected_max_bytes = static_cast<size_t>(unexpected_max);
@@ -64,7 +71,7 @@ Status create_tcp_transport(const TcpTransportParams& params, std::unique_ptr<Tc
   tcp::SocketAddress bound;
   // Every higher rank connects all its sockets at once: the backlog must hold them.
   int backlog = std::max(128, params.size * params.sockets_per_peer + 16);
-  COLLX_RETURN_IF_ERROR(tcp::listen_on(local, backlog, &listener, &bound));
+  COLLX_RETURN_IF_ERROR(tcp::listen_on(local, backlog, &listener, &bound, params.socket_buffer_bytes));
   COLLX_INFO(NET, "rank %d: TCP transport listening on %s (%s); %d sockets per peer, striping from %zu bytes, "
                   "unexpected budget %zu bytes",
              params.rank, bound.to_string().c_str(), why.c_str(), params.sockets_per_peer, params.stripe_min_bytes,
@@ -94,6 +101,7 @@ Status create_tcp_transport(const TcpTransportParams& params, std::unique_ptr<Tc
   tcp::MeshParams mesh;
   mesh.rank = params.rank;
   mesh.size = params.size;
+  mesh.socket_buffer_bytes = params.socket_buffer_bytes;
   mesh.comm_id = params.comm_id;
   mesh.sockets_per_peer = params.sockets_per_peer;
   mesh.deadline = params.deadline;

@@ -23,6 +23,7 @@ struct TcpTransportParams {
   int sockets_per_peer = 2;                    // COLLX_TCP_NSOCKS
   size_t stripe_min_bytes = 256 << 10;         // COLLX_TCP_STRIPE_MIN
   size_t unexpected_max_bytes = 256u << 20;    // COLLX_UNEXPECTED_MAX
+  size_t socket_buffer_bytes = 4u << 20;       // COLLX_TCP_SOCKBUF; 0 = kernel autotuning
   std::string ifname;                          // COLLX_SOCKET_IFNAME: "eth,ib", "^docker", "=eth0"
   // When ifname is empty: listen on the local address that routes to this host ("host" or
   // "host:port"); empty or a loopback host -> 127.0.0.1.
@@ -32,8 +33,9 @@ struct TcpTransportParams {
   int hello_timeout_ms = 5000;
 };
 
-// Fills sockets_per_peer, stripe_min_bytes, unexpected_max_bytes and ifname from
-// COLLX_TCP_NSOCKS, COLLX_TCP_STRIPE_MIN, COLLX_UNEXPECTED_MAX and COLLX_SOCKET_IFNAME.
+// Fills sockets_per_peer, stripe_min_bytes, unexpected_max_bytes, socket_buffer_bytes and
+// ifname from COLLX_TCP_NSOCKS, COLLX_TCP_STRIPE_MIN, COLLX_UNEXPECTED_MAX,
+// COLLX_TCP_SOCKBUF and COLLX_SOCKET_IFNAME.
 Status load_tcp_settings(TcpTransportParams* params);
 
 class TcpTransport : public transport::Transport {
