@@ -7,7 +7,10 @@
 #   bench/compare_mpi.sh [--build DIR] [--np "2 4"] [--colls "allreduce reducescatter allgather"]
 #                        [-b 1M] [-e 64M] [-f 2] [-n 20] [-w 5] [-c 1] [-d float] [-o sum]
 #                        [--mpi-shm] [--collx-args "-a ring"] [--mpirun mpirun] [--out DIR]
+#                        [--repeat K]
 #
+# With --repeat K each pair of runs is repeated K times, alternating collx and MPI, and the
+# table shows the median busbw of each: on a shared 2-core machine single runs vary by +-30%.
 # Every command is printed before it runs; the tables and JSON files stay in --out.
 set -u
 
@@ -22,6 +25,7 @@ mpi_shm=0
 collx_args=""
 mpirun=mpirun
 out=""
+repeat=1
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -40,6 +44,7 @@ while [ $# -gt 0 ]; do
     --collx-args) collx_args=$2; shift 2 ;;
     --mpirun) mpirun=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "compare_mpi.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -77,20 +82,25 @@ status=0
 pairs=()
 for np in $nps; do
   for coll in $colls; do
-    cj="$out/collx_${coll}_np${np}.json"
-    mj="$out/mpi_${coll}_np${np}.json"
-    rm -f "$cj" "$mj"
-    # shellcheck disable=SC2206  # --collx-args is split into words on purpose
-    ccmd=("$collx_bench" "$coll" --np "$np" "${sweep[@]}" $collx_args --json "$cj")
-    mcmd=("$mpirun" --allow-run-as-root --oversubscribe -np "$np" "${mpi_transport[@]}"
-          "$mpi_bench" "$coll" "${sweep[@]}" --json "$mj")
-    echo "+ ${ccmd[*]} > $out/collx_${coll}_np${np}.log"
-    "${ccmd[@]}" >"$out/collx_${coll}_np${np}.log" 2>&1 || {
-      echo "  collx-bench failed (exit $?); see $out/collx_${coll}_np${np}.log:"; tail -5 "$out/collx_${coll}_np${np}.log" | sed 's/^/  | /'; status=1; }
-    echo "+ ${mcmd[*]} > $out/mpi_${coll}_np${np}.log"
-    "${mcmd[@]}" >"$out/mpi_${coll}_np${np}.log" 2>&1 || {
-      echo "  collx-mpi-bench failed (exit $?); see $out/mpi_${coll}_np${np}.log:"; tail -5 "$out/mpi_${coll}_np${np}.log" | sed 's/^/  | /'; status=1; }
-    pairs+=("$coll" "$np" "$cj" "$mj")
+    cjs="" mjs=""
+    for r in $(seq 1 "$repeat"); do
+      cj="$out/collx_${coll}_np${np}_r${r}.json"
+      mj="$out/mpi_${coll}_np${np}_r${r}.json"
+      rm -f "$cj" "$mj"
+      # shellcheck disable=SC2206  # --collx-args is split into words on purpose
+      ccmd=("$collx_bench" "$coll" --np "$np" "${sweep[@]}" $collx_args --json "$cj")
+      mcmd=("$mpirun" --allow-run-as-root --oversubscribe -np "$np" "${mpi_transport[@]}"
+            "$mpi_bench" "$coll" "${sweep[@]}" --json "$mj")
+      clog="$out/collx_${coll}_np${np}_r${r}.log" mlog="$out/mpi_${coll}_np${np}_r${r}.log"
+      echo "+ ${ccmd[*]} > $clog"
+      "${ccmd[@]}" >"$clog" 2>&1 || {
+        echo "  collx-bench failed (exit $?); see $clog:"; tail -5 "$clog" | sed 's/^/  | /'; status=1; }
+      echo "+ ${mcmd[*]} > $mlog"
+      "${mcmd[@]}" >"$mlog" 2>&1 || {
+        echo "  collx-mpi-bench failed (exit $?); see $mlog:"; tail -5 "$mlog" | sed 's/^/  | /'; status=1; }
+      cjs="$cjs${cjs:+,}$cj" mjs="$mjs${mjs:+,}$mj"
+    done
+    pairs+=("$coll" "$np" "$cjs" "$mjs")
   done
 done
 
@@ -100,12 +110,42 @@ python3 - "$mpi_label" "${pairs[@]}" <<'PY'
 import json
 import sys
 
-def load(path):
+def load_one(path):
     try:
         with open(path) as f:
             return json.load(f)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError):
         return None
+
+def median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+def load(paths):
+    """The runs of one pair merged: per size, the median busbw of each column."""
+    runs = [d for d in (load_one(p) for p in paths.split(",")) if d is not None]
+    if not runs:
+        return None
+    merged = dict(runs[0])
+    rows = []
+    for row in runs[0].get("results", []):
+        key = (row["size"], row["type"], row["redop"])
+        same = [r for d in runs for r in d.get("results", []) if (r["size"], r["type"], r["redop"]) == key]
+        out = dict(row)
+        for col in ("out_of_place", "in_place"):
+            cells = [r.get(col) for r in same if isinstance(r.get(col), dict)]
+            if cells:
+                out[col] = dict(cells[0], busbw=median(c.get("busbw") for c in cells))
+        rows.append(out)
+    merged["results"] = rows
+    merged["avg_busbw"] = median(d.get("avg_busbw") for d in runs)
+    merged["errors"] = [e for d in runs for e in d.get("errors", [])]
+    merged["wrong_total"] = sum(d.get("wrong_total") or 0 for d in runs)
+    merged["runs"] = len(runs)
+    return merged
 
 def bw(cell):
     return cell.get("busbw") if isinstance(cell, dict) else None
@@ -125,8 +165,8 @@ for i in range(0, len(args), 4):
         missing = [p for p, d in ((cpath, c), (mpath, m)) if d is None]
         print("# %s np=%s: no results (%s)" % (coll, np, ", ".join(missing)))
         continue
-    print("# %s np=%s   busbw in GB/s   collx %s, MPI %s" % (coll, np, c.get("library_version", "?"),
-                                                          m.get("library_version", "?")))
+    print("# %s np=%s   busbw in GB/s (median of %d runs)   collx %s, MPI %s" % (
+        coll, np, min(c["runs"], m["runs"]), c.get("library_version", "?"), m.get("library_version", "?")))
     print("# %12s  %12s  %10s  %10s  %8s  %10s  %10s  %8s  %s" % (
         "size (B)", "count", "collx oop", "MPI oop", "ratio", "collx ip", "MPI ip", "ratio", "collx algorithm"))
     mpi_rows = {(r["size"], r["type"], r["redop"]): r for r in m.get("results", [])}
