@@ -3,10 +3,7 @@
 // 2 log2(p) steps instead of 2 (p-1), which matters wherever a step costs a wake-up: more
 // ranks than cores, or many ranks.
 //
-// Non-powers of two fold as recursive doubling does (recursive_doubling.cc): with pof2 the
-// largest power of two <= p and rem = p - pof2, ranks below 2*rem pair up (2i, 2i+1); the
-// even one hands its vector to the odd one and sits out, the pof2 remaining ranks run the
-// algorithm, and the odd ones finally send the result back to their partner.
+// Non-powers of two fold as recursive doubling does (fold_pattern.h).
 //
 // The vector is cut into pof2 blocks (BlockLayout). In halving round `mask`, a rank keeps
 // the half of its current block range on its side of the partner (lower new rank keeps the
@@ -14,6 +11,7 @@
 // holds block i fully reduced. The doubling rounds then grow the range back. Each block is
 // reduced on one rank only and copied from there, so every rank ends with identical bits.
 #include "algorithms/algorithm.h"
+#include "algorithms/fold_pattern.h"
 #include "algorithms/local_ops.h"
 #include "algorithms/request_set.h"
 #include "algorithms/ring_pattern.h"
@@ -23,21 +21,6 @@ namespace algo {
 namespace {
 
 constexpr uint64_t kFoldStep = 0;
-
-int largest_power_of_two_at_most(int n) {
-  int pof2 = 1;
-  while (pof2 * 2 <= n) pof2 *= 2;
-  return pof2;
-}
-
-int log2_of(int pof2) {
-  int log = 0;
-  while ((1 << log) < pof2) ++log;
-  return log;
-}
-
-// Real rank of new rank `new_rank` (see recursive_doubling.cc).
-int real_rank(int new_rank, int rem) { return new_rank < rem ? new_rank * 2 + 1 : new_rank + rem; }
 
 }  // namespace
 
@@ -54,7 +37,7 @@ Status allreduce_rabenseifner(const Context& ctx, const CollArgs& args) {
   const int rank = ctx.rank;
   const int pof2 = largest_power_of_two_at_most(ctx.size);
   const int rem = ctx.size - pof2;
-  const int rounds = log2_of(pof2);
+  const int rounds = log2_of_power_of_two(pof2);
   const uint64_t unfold_step = 2 * static_cast<uint64_t>(rounds) + 1;
   const BlockLayout blocks(args.count, pof2);
   // The fold receives a whole vector; the first halving round at most half of it.
@@ -64,17 +47,15 @@ Status allreduce_rabenseifner(const Context& ctx, const CollArgs& args) {
   RequestSet requests(ctx, args, 2);
   COLLX_RETURN_IF_ERROR(requests.init_status());
 
-  int new_rank = rank - rem;
+  const int new_rank = fold_new_rank(rank, rem);
   if (rank < 2 * rem) {
-    if (rank % 2 == 0) {
+    if (new_rank < 0) {
       COLLX_RETURN_IF_ERROR(requests.post_send(1, rank + 1, kFoldStep, recvbuf, bytes));
       COLLX_RETURN_IF_ERROR(requests.wait_all());
-      new_rank = -1;
     } else {
       COLLX_RETURN_IF_ERROR(requests.post_recv(0, rank - 1, kFoldStep, incoming, bytes));
       COLLX_RETURN_IF_ERROR(requests.wait_all());
       if (args.count > 0) reducer.reduce3(recvbuf, incoming, recvbuf, args.count);  // rank-1 on the left
-      new_rank = rank / 2;
     }
   }
 
@@ -90,8 +71,8 @@ Status allreduce_rabenseifner(const Context& ctx, const CollArgs& args) {
       const int give_lo = keep_lower ? mid : lo, give_hi = keep_lower ? hi : mid;
       const size_t keep_offset = blocks.offset(keep_lo), keep_count = blocks.offset(keep_hi) - keep_offset;
       const size_t give_offset = blocks.offset(give_lo), give_count = blocks.offset(give_hi) - give_offset;
-      COLLX_RETURN_IF_ERROR(requests.post_recv(0, real_rank(partner, rem), step, incoming, keep_count * elem_size));
-      COLLX_RETURN_IF_ERROR(requests.post_send(1, real_rank(partner, rem), step, recvbuf + give_offset * elem_size,
+      COLLX_RETURN_IF_ERROR(requests.post_recv(0, fold_real_rank(partner, rem), step, incoming, keep_count * elem_size));
+      COLLX_RETURN_IF_ERROR(requests.post_send(1, fold_real_rank(partner, rem), step, recvbuf + give_offset * elem_size,
                                                give_count * elem_size));
       COLLX_RETURN_IF_ERROR(requests.wait_all());
       if (keep_count > 0) {
@@ -114,9 +95,9 @@ Status allreduce_rabenseifner(const Context& ctx, const CollArgs& args) {
       const int other_hi = other_lo + width;
       const size_t mine_offset = blocks.offset(lo), mine_count = blocks.offset(hi) - mine_offset;
       const size_t other_offset = blocks.offset(other_lo), other_count = blocks.offset(other_hi) - other_offset;
-      COLLX_RETURN_IF_ERROR(requests.post_recv(0, real_rank(partner, rem), step, recvbuf + other_offset * elem_size,
+      COLLX_RETURN_IF_ERROR(requests.post_recv(0, fold_real_rank(partner, rem), step, recvbuf + other_offset * elem_size,
                                                other_count * elem_size));
-      COLLX_RETURN_IF_ERROR(requests.post_send(1, real_rank(partner, rem), step, recvbuf + mine_offset * elem_size,
+      COLLX_RETURN_IF_ERROR(requests.post_send(1, fold_real_rank(partner, rem), step, recvbuf + mine_offset * elem_size,
                                                mine_count * elem_size));
       COLLX_RETURN_IF_ERROR(requests.wait_all());
       lo = lo < other_lo ? lo : other_lo;
@@ -125,7 +106,7 @@ Status allreduce_rabenseifner(const Context& ctx, const CollArgs& args) {
   }
 
   if (rank < 2 * rem) {
-    if (rank % 2 == 0) {
+    if (new_rank < 0) {
       COLLX_RETURN_IF_ERROR(requests.post_recv(0, rank + 1, unfold_step, recvbuf, bytes));
     } else {
       COLLX_RETURN_IF_ERROR(requests.post_send(1, rank - 1, unfold_step, recvbuf, bytes));

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/fold_pattern.h"
 #include "algorithms/local_ops.h"
 #include "algorithms/request_set.h"
 
@@ -22,15 +23,6 @@ namespace {
 // Tag steps: 0 the fold, 1..log2(pof2) the rounds, then the unfold.
 constexpr uint64_t kFoldStep = 0;
 constexpr uint64_t kFirstRoundStep = 1;
-
-int largest_power_of_two_at_most(int n) {
-  int pof2 = 1;
-  while (pof2 * 2 <= n) pof2 *= 2;
-  return pof2;
-}
-
-// Real rank of new rank `new_rank` in the doubling phase.
-int real_rank(int new_rank, int rem) { return new_rank < rem ? new_rank * 2 + 1 : new_rank + rem; }
 
 Status exchange(RequestSet& requests, int peer, uint64_t step, const void* send, void* recv, size_t bytes) {
   COLLX_RETURN_IF_ERROR(requests.post_recv(0, peer, step, recv, bytes));
@@ -85,7 +77,7 @@ Status allreduce_recursive_doubling(const Context& ctx, const CollArgs& args) {
   if (new_rank >= 0) {
     for (int mask = 1; mask < pof2; mask <<= 1, ++step) {
       const int new_peer = new_rank ^ mask;
-      COLLX_RETURN_IF_ERROR(exchange(requests, real_rank(new_peer, rem), step, acc, other, bytes));
+      COLLX_RETURN_IF_ERROR(exchange(requests, fold_real_rank(new_peer, rem), step, acc, other, bytes));
       if (new_peer > new_rank) {
         reducer.reduce(acc, other, args.count);
       } else {

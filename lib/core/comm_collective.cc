@@ -104,6 +104,12 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
   ctx.size = size_;
   ctx.chunk_bytes = settings_.chunk_bytes;
   ctx.scratch = &algo_scratch_;
+  if (args.count == 0 && args.desc.kind != COLLX_COLL_BARRIER) {
+    // Nothing to move, but the ranks still meet: a rank that passed 0 while another passed
+    // 5 (or called something else) must fail with a mismatch, not leave its peers waiting.
+    // The empty messages of a barrier carry this call's OpDesc, which is what gets compared.
+    return algo::barrier_dissemination(ctx, args);
+  }
   switch (static_cast<collx_algorithm_t>(args.desc.algorithm)) {
     case COLLX_ALGO_RING:
       if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_ring(ctx, args);

@@ -200,3 +200,44 @@ TEST(Abort, FromAnotherThreadWakesTheWaiterAndPeersLearnOfIt) {
 }  // namespace
 }  // namespace testing
 }  // namespace collx
+
+namespace collx {
+namespace testing {
+namespace {
+
+TEST(Mismatch, ZeroCountAgainstANonZeroCountIsCaughtNotLeftToTimeOut) {
+  ThreadRanks world(3, /*timeout_ms=*/20000);
+  ASSERT_TRUE(world.ok()) << world.error();
+  std::vector<collx_status_t> rc(3);
+  std::vector<std::string> msg(3);
+  const auto start = Clock::now();
+  world.run([&](int rank, collx_comm_t comm) {
+    std::vector<float> buf(8, 1.0f);
+    rc[rank] = collx_allreduce(buf.data(), buf.data(), rank == 1 ? 0 : 8, COLLX_FLOAT32, COLLX_SUM, comm, nullptr);
+    msg[rank] = last_error(comm);
+  });
+  EXPECT_LT(seconds_since(start), 5.0);
+  bool named = false;
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(rc[r] == COLLX_ERR_MISMATCH || rc[r] == COLLX_ERR_REMOTE) << "rank " << r << ": " << msg[r];
+    named = named || (msg[r].find("count 0") != std::string::npos && msg[r].find("count 8") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << msg[0] << "\n" << msg[1] << "\n" << msg[2];
+}
+
+TEST(ZeroCount, EveryCollectiveWithCountZeroSucceedsOnEveryRank) {
+  ThreadRanks world(3);
+  ASSERT_TRUE(world.ok()) << world.error();
+  world.run([&](int rank, collx_comm_t comm) {
+    EXPECT_EQ(collx_allreduce(nullptr, nullptr, 0, COLLX_FLOAT32, COLLX_SUM, comm, nullptr), COLLX_OK) << last_error(comm);
+    EXPECT_EQ(collx_reduce_scatter(nullptr, nullptr, 0, COLLX_INT8, COLLX_MAX, comm, nullptr), COLLX_OK);
+    EXPECT_EQ(collx_allgather(nullptr, nullptr, 0, COLLX_INT64, comm, nullptr), COLLX_OK);
+    EXPECT_EQ(collx_broadcast(nullptr, nullptr, 0, COLLX_FLOAT64, 2, comm, nullptr), COLLX_OK);
+    EXPECT_EQ(collx_reduce(nullptr, nullptr, 0, COLLX_BFLOAT16, COLLX_AVG, 1, comm, nullptr), COLLX_OK);
+    EXPECT_EQ(collx_alltoall(nullptr, nullptr, 0, COLLX_UINT32, comm, nullptr), COLLX_OK) << "rank " << rank;
+  });
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace collx
