@@ -1,0 +1,14 @@
+// C++ consumers include the same header: it must compile as C++11 (extern "C", no C-only
+// constructs) with no warnings under -pedantic -Werror.
+#include <collx/collx.h>
+
+int header_uses();
+int header_uses() {
+  collx_config_t config;
+  collx_opts_t opts;
+  collx_comm_t comm = nullptr;
+  (void)collx_config_init(&config, sizeof config);
+  (void)collx_opts_init(&opts, sizeof opts);
+  (void)collx_allreduce(nullptr, nullptr, 0, COLLX_FLOAT32, COLLX_SUM, comm, &opts);
+  return COLLX_VERSION_CODE > 0 && COLLX_OK == 0;
+}
