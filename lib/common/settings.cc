@@ -1,5 +1,7 @@
 #include "lib/common/settings.h"
 
+#include "lib/common/strings.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -29,13 +31,6 @@ bool setting_is_set(SettingId id) { return std::getenv(setting_info(id).name) !=
 std::string setting_raw(SettingId id) {
   const char* value = std::getenv(setting_info(id).name);
   return value ? std::string(value) : std::string(setting_info(id).default_value);
-}
-
-static std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
 }
 
 bool parse_size(const std::string& raw, uint64_t* out, bool allow_inf) {

@@ -3,30 +3,12 @@
 #include <cctype>
 
 #include "lib/common/settings.h"
+#include "lib/common/strings.h"
 #include "lib/core/names.h"
 
 namespace collx {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    size_t at = s.find(sep, start);
-    parts.push_back(trim(s.substr(start, at == std::string::npos ? std::string::npos : at - start)));
-    if (at == std::string::npos) break;
-    start = at + 1;
-  }
-  return parts;
-}
 
 Status bad_rule(const std::string& rule, const std::string& why) {
   return make_status(COLLX_ERR_INVALID_ARG, "COLLX_ALGO rule '%s': %s", rule.c_str(), why.c_str());
@@ -36,9 +18,9 @@ Status bad_rule(const std::string& rule, const std::string& why) {
 
 Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out) {
   AlgorithmSelector selector;
-  for (const std::string& rule : split(spec, ';')) {
+  for (const std::string& rule : split_trimmed(spec, ';')) {
     if (rule.empty()) continue;
-    std::vector<std::string> fields = split(rule, ':');
+    std::vector<std::string> fields = split_trimmed(rule, ':');
     collx_algorithm_t algorithm;
     if (!algorithm_from_name(fields.back(), &algorithm)) {
       return bad_rule(rule, "unknown algorithm '" + fields.back() +
@@ -73,7 +55,7 @@ Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out)
     }
     uint64_t min_bytes = 0, max_bytes = UINT64_MAX;
     if (fields.size() == 3) {
-      std::vector<std::string> range = split(fields[1], '-');
+      std::vector<std::string> range = split_trimmed(fields[1], '-');
       if (range.size() != 2 || !parse_size(range[0], &min_bytes) ||
           !parse_size(range[1], &max_bytes, /*allow_inf=*/true)) {
         return bad_rule(rule, "size range '" + fields[1] + "' is not MIN-MAX (e.g. 0-64K, 64K-inf)");

@@ -1,0 +1,25 @@
+#include "lib/common/strings.h"
+
+#include <cctype>
+
+namespace collx {
+
+std::string trim(const std::string& text) {
+  size_t begin = 0, end = text.size();
+  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  return text.substr(begin, end - begin);
+}
+
+std::vector<std::string> split_trimmed(const std::string& text, char separator) {
+  std::vector<std::string> fields;
+  size_t start = 0;
+  while (true) {
+    size_t at = text.find(separator, start);
+    fields.push_back(trim(text.substr(start, at == std::string::npos ? std::string::npos : at - start)));
+    if (at == std::string::npos) return fields;
+    start = at + 1;
+  }
+}
+
+}  // namespace collx

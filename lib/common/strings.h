@@ -1,0 +1,14 @@
+// Small string helpers for parsing settings and rule strings.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace collx {
+
+// Without leading and trailing white space.
+std::string trim(const std::string& text);
+// Fields between separators, each trimmed; "a;;b" gives {"a", "", "b"}, "" gives {""}.
+std::vector<std::string> split_trimmed(const std::string& text, char separator);
+
+}  // namespace collx
