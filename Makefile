@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 NP ?= 4
 BENCH_ARGS ?= -b 8 -e 64M -f 4
 
-.PHONY: all deps configure build bench test clean
+.PHONY: all deps configure build bench test test-asan test-tsan clean
 
 all: build
 
@@ -27,5 +27,18 @@ bench: build
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1200 -j 2
 
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer, and under ThreadSanitizer.
+test-asan: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLX_SANITIZE=address,undefined
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure --timeout 2400 -j 2 -LE "packaging|python"
+
+test-tsan: deps
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLX_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --output-on-failure --timeout 2400 -j 2 -LE "packaging|python"
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-asan build-tsan
