@@ -1,32 +1,294 @@
-// collx-info: what this build of collx is and how it is configured.
-//   collx-info                      version, build features, settings with current values
+// collx-info: what this build of collx is, how it is configured and what it would choose.
+//   collx-info                      everything below
+//   collx-info settings             every COLLX_* setting: default, current value, meaning
+//   collx-info algorithms           the algorithm chosen per collective, size and world size
+//   collx-info --json               the whole report as one JSON object
 //   collx-info --settings-markdown  the environment reference (docs/environment.md)
+// It links the internal layers: the settings registry and the selector are not in the C ABI.
+// Exit status: 0; 1 when COLLX_ALGO does not parse (the error names the rule); 2 for a bad
+// command line.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "collx/collx.h"
 #include "lib/common/settings.h"
+#include "lib/core/launch_env.h"
+#include "lib/core/selection.h"
 
-int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--settings-markdown") == 0) {
-    std::fputs(collx::settings_markdown().c_str(), stdout);
-    return 0;
+#ifndef COLLX_INFO_HAVE_CUDA
+#define COLLX_INFO_HAVE_CUDA 0
+#endif
+#ifndef COLLX_INFO_HAVE_NCCL
+#define COLLX_INFO_HAVE_NCCL 0
+#endif
+#ifndef COLLX_INFO_HAVE_UCX
+#define COLLX_INFO_HAVE_UCX 0
+#endif
+#ifndef COLLX_INFO_HAVE_HWLOC
+#define COLLX_INFO_HAVE_HWLOC 0
+#endif
+#ifndef COLLX_INFO_HAVE_OPENSSL
+#define COLLX_INFO_HAVE_OPENSSL 0
+#endif
+#ifndef COLLX_INFO_HAVE_SHM
+#define COLLX_INFO_HAVE_SHM 0  // transports/shm has sources (tools/CMakeLists.txt)
+#endif
+#ifndef COLLX_INFO_SHM_USED
+#define COLLX_INFO_SHM_USED 0  // and lib/core includes it
+#endif
+
+namespace {
+
+struct Feature {
+  const char* name;
+  bool found;
+  const char* note;  // what the build does with it
+};
+
+// Optional dependencies as cmake/CollxDependencies.cmake found them. None is used by a layer
+// yet; update the note when one is.
+const Feature kFeatures[] = {
+    {"cuda", COLLX_INFO_HAVE_CUDA, "detected at configure time, not yet used by this build"},
+    {"nccl", COLLX_INFO_HAVE_NCCL, "detected at configure time, not yet used by this build"},
+    {"ucx", COLLX_INFO_HAVE_UCX, "detected at configure time, not yet used by this build"},
+    {"hwloc", COLLX_INFO_HAVE_HWLOC, "detected at configure time, not yet used by this build"},
+    {"openssl", COLLX_INFO_HAVE_OPENSSL, "detected at configure time, not yet used by this build"},
+};
+
+struct Transport {
+  const char* name;
+  uint32_t bit;
+  bool built;  // its sources are compiled into the library
+  bool used;   // the communicator creates it
+};
+
+const Transport kTransports[] = {
+    {"tcp", COLLX_TRANSPORT_TCP, true, true},
+    {"shm", COLLX_TRANSPORT_SHM, COLLX_INFO_HAVE_SHM != 0, COLLX_INFO_SHM_USED != 0},
+    {"ucx", COLLX_TRANSPORT_UCX, false, false},
+    {"nccl", COLLX_TRANSPORT_NCCL, false, false},
+};
+
+struct Size {
+  const char* label;
+  uint64_t bytes;
+};
+const Size kSizes[] = {{"8B", 8}, {"64K", 64u << 10}, {"1M", 1u << 20}, {"64M", 64u << 20}};
+const int kWorldSizes[] = {2, 4, 8};
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
   }
-  if (argc > 1) {
-    std::fprintf(stderr, "usage: collx-info [--settings-markdown]\n");
-    return 2;
+  return out + "\"";
+}
+
+const char* type_name(collx::SettingType t) {
+  switch (t) {
+    case collx::SettingType::kInt: return "integer";
+    case collx::SettingType::kSize: return "size";
+    case collx::SettingType::kBool: return "boolean";
+    default: return "string";
   }
-  std::printf("collx %s\n", COLLX_VERSION_STRING);
-  std::printf("transports built: tcp\n\nsettings (value from the environment, else the default):\n");
+}
+
+struct Report {
+  uint32_t allowed = 0;  // COLLX_TRANSPORTS mask (all when empty)
+  std::string transports_error;
+  collx::AlgorithmSelector selector;
+};
+
+// Parses COLLX_ALGO; prints the parse error and returns false when it is invalid.
+bool load_selector(Report* r) {
+  collx::Status st = collx::AlgorithmSelector::parse(collx::setting_raw(collx::SettingId::ALGO), &r->selector);
+  if (!st.ok()) {
+    std::fprintf(stderr, "collx-info: %s\n", st.message().c_str());
+    return false;
+  }
+  return true;
+}
+
+void load_transports(Report* r) {
+  collx::Status st = collx::parse_transport_list(collx::setting_raw(collx::SettingId::TRANSPORTS), &r->allowed);
+  if (!st.ok()) r->transports_error = "COLLX_TRANSPORTS: " + st.message();
+  if (r->allowed == 0) r->allowed = ~0u;
+}
+
+std::string transport_state(const Report& r, const Transport& t) {
+  if (!t.built) return "not built";
+  if (!t.used) return "compiled in, not yet used by the communicator";
+  if (!r.transports_error.empty()) return "built; COLLX_TRANSPORTS is invalid";
+  return (r.allowed & t.bit) ? "usable" : "built, excluded by COLLX_TRANSPORTS";
+}
+
+collx_algorithm_t choice(const Report& r, int coll, uint64_t bytes, int world) {
+  return r.selector.choose(static_cast<collx_coll_t>(coll), bytes, world, COLLX_ALGO_AUTO);
+}
+
+void print_header(const Report& r) {
+  std::printf("collx library %s (header %s)\n", collx_get_version_string(), COLLX_VERSION_STRING);
+  std::printf("\nbuild features:\n");
+  for (const Feature& f : kFeatures) {
+    std::printf("  %-8s %s%s%s\n", f.name, f.found ? "found" : "not found", f.found ? ": " : "", f.found ? f.note : "");
+  }
+  std::printf("\ntransports:\n");
+  for (const Transport& t : kTransports) std::printf("  %-5s %s\n", t.name, transport_state(r, t).c_str());
+  if (!r.transports_error.empty()) std::printf("  (%s)\n", r.transports_error.c_str());
+}
+
+void print_settings() {
+  size_t count = 0;
+  const collx::SettingInfo* all = collx::all_settings(&count);
+  std::printf("\nsettings (current value: from the environment, else the default):\n");
+  for (size_t i = 0; i < count; ++i) {
+    const collx::SettingInfo& s = all[i];
+    const bool set = collx::setting_is_set(s.id);
+    const std::string current = collx::setting_raw(s.id);
+    std::printf("  %s\n", s.name);
+    std::printf("      default %s, current %s%s\n", *s.default_value ? s.default_value : "(unset)",
+                current.empty() && !set ? "(unset)" : ("'" + current + "'").c_str(),
+                set ? " (environment)" : " (default)");
+    std::printf("      %s\n", s.meaning);
+  }
+}
+
+void print_algorithms(const Report& r) {
+  const std::string algo = collx::setting_raw(collx::SettingId::ALGO);
+  std::printf("\nalgorithm choices (size = total buffer bytes; COLLX_ALGO %s):\n",
+              algo.empty() ? "unset" : ("= '" + algo + "'").c_str());
+  auto line = [](std::string text) {  // without trailing padding
+    text.erase(text.find_last_not_of(' ') + 1);
+    std::printf("%s\n", text.c_str());
+  };
+  char cell[64];
+  std::string head = "  collective       np";
+  for (const Size& s : kSizes) {
+    std::snprintf(cell, sizeof(cell), "  %-19s", s.label);
+    head += cell;
+  }
+  line(head);
+  for (int c = 0; c < COLLX_NUM_COLLS; ++c) {
+    for (int world : kWorldSizes) {
+      std::snprintf(cell, sizeof(cell), "  %-15s %3d", collx_coll_name(static_cast<collx_coll_t>(c)), world);
+      std::string row = cell;
+      for (const Size& s : kSizes) {
+        std::snprintf(cell, sizeof(cell), "  %-19s", collx_algorithm_name(choice(r, c, s.bytes, world)));
+        row += cell;
+      }
+      line(row);
+    }
+  }
+}
+
+void print_json(const Report& r) {
+  std::string o = "{";
+  o += "\"version\": " + json_string(collx_get_version_string());
+  o += ", \"library_version\": " + json_string(collx_get_version_string());
+  o += ", \"header_version\": " + json_string(COLLX_VERSION_STRING);
+  o += ", \"features\": [";
+  for (size_t i = 0; i < sizeof(kFeatures) / sizeof(kFeatures[0]); ++i) {
+    const Feature& f = kFeatures[i];
+    o += std::string(i ? ", " : "") + "{\"name\": " + json_string(f.name) + ", \"found\": " +
+         (f.found ? "true" : "false") + ", \"used\": false, \"note\": " + json_string(f.found ? f.note : "") + "}";
+  }
+  o += "], \"transports\": [";
+  for (size_t i = 0; i < sizeof(kTransports) / sizeof(kTransports[0]); ++i) {
+    const Transport& t = kTransports[i];
+    o += std::string(i ? ", " : "") + "{\"name\": " + json_string(t.name) + ", \"built\": " +
+         (t.built ? "true" : "false") + ", \"used\": " + (t.used ? "true" : "false") + ", \"state\": " + json_string(transport_state(r, t)) + "}";
+  }
+  o += "], \"settings\": [";
   size_t count = 0;
   const collx::SettingInfo* all = collx::all_settings(&count);
   for (size_t i = 0; i < count; ++i) {
-    const char* env = std::getenv(all[i].name);
-    std::printf("  %-24s = %-12s %s\n", all[i].name,
-                env ? env : (*all[i].default_value ? all[i].default_value : "(unset)"),
-                env ? "(environment)" : "(default)");
+    const collx::SettingInfo& s = all[i];
+    const bool set = collx::setting_is_set(s.id);
+    o += std::string(i ? ", " : "") + "{\"name\": " + json_string(s.name) + ", \"type\": " +
+         json_string(type_name(s.type)) + ", \"default\": " +
+         (*s.default_value ? json_string(s.default_value) : "null") + ", \"current\": " +
+         (set || *s.default_value ? json_string(collx::setting_raw(s.id)) : "null") +
+         ", \"from_environment\": " + (set ? "true" : "false") + ", \"meaning\": " + json_string(s.meaning) + "}";
+  }
+  o += "], \"algorithms\": [";
+  bool first = true;
+  for (int c = 0; c < COLLX_NUM_COLLS; ++c) {
+    for (int world : kWorldSizes) {
+      for (const Size& s : kSizes) {
+        o += std::string(first ? "" : ", ") + "{\"collective\": " +
+             json_string(collx_coll_name(static_cast<collx_coll_t>(c))) + ", \"world_size\": " +
+             std::to_string(world) + ", \"bytes\": " + std::to_string(s.bytes) + ", \"algorithm\": " +
+             json_string(collx_algorithm_name(choice(r, c, s.bytes, world))) + "}";
+        first = false;
+      }
+    }
+  }
+  o += "]}\n";
+  std::fputs(o.c_str(), stdout);
+}
+
+int usage(FILE* f) {
+  std::fprintf(f,
+               "usage: collx-info [settings | algorithms] [--json]\n"
+               "       collx-info --settings-markdown\n"
+               "  (no argument)        version, build features, transports, settings, algorithm choices\n"
+               "  settings             every COLLX_* setting: default, current value, meaning\n"
+               "  algorithms           the algorithm chosen per collective, size and world size\n"
+               "                       (honours COLLX_ALGO; an invalid COLLX_ALGO exits 1)\n"
+               "  --json               the whole report as JSON\n"
+               "  --settings-markdown  the environment reference (docs/environment.md)\n");
+  return f == stdout ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--settings-markdown") == 0) {
+    if (argc > 2) return usage(stderr);
+    std::fputs(collx::settings_markdown().c_str(), stdout);
+    return 0;
+  }
+  std::string section;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") return usage(stdout);
+    if (a == "--json") json = true;
+    else if ((a == "settings" || a == "algorithms") && section.empty()) section = a;
+    else {
+      std::fprintf(stderr, "collx-info: unexpected argument '%s'\n", a.c_str());
+      return usage(stderr);
+    }
+  }
+  if (json && !section.empty()) {
+    std::fprintf(stderr, "collx-info: --json prints the whole report; drop '%s'\n", section.c_str());
+    return usage(stderr);
+  }
+  Report r;
+  load_transports(&r);
+  if (section != "settings" && !load_selector(&r)) return 1;
+  if (json) {
+    print_json(r);
+  } else if (section == "settings") {
+    print_settings();
+  } else if (section == "algorithms") {
+    print_algorithms(r);
+  } else {
+    print_header(r);
+    print_settings();
+    print_algorithms(r);
   }
   return 0;
 }

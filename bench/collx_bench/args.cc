@@ -22,6 +22,7 @@ const Flag kFlags[] = {
     {'c', "check", true},      {'d', "datatype", true},  {'o', "op", true},
     {'r', "root", true},       {'t', "transport", true}, {'a', "algorithm", true},
     {0, "np", true},           {0, "json", true},        {'T', "timeout", true},
+    {0, "plot", true},         {0, "plot-add", true},    {0, "plot-only", false},
     {'h', "help", false},
 };
 
@@ -126,6 +127,14 @@ bool apply(const Flag& f, const std::string& value, Options* o, std::string* err
   } else if (name == "json") {
     if (value.empty()) return bad("expected a file name");
     o->json_path = value;
+  } else if (name == "plot") {
+    if (value.empty()) return bad("expected an .svg file name");
+    o->plot_path = value;
+  } else if (name == "plot-add") {
+    if (value.empty()) return bad("expected a .json file written by --json");
+    o->plot_add.push_back(value);
+  } else if (name == "plot-only") {
+    o->plot_only = true;
   } else if (name == "timeout") {
     errno = 0;
     char* end = nullptr;
@@ -214,7 +223,9 @@ ParseResult parse_args(int argc, const char* const* argv, Options* options, std:
         *error = "option " + flag_label(*flag) + " takes no value";
         return ParseResult::kError;
       }
-      return ParseResult::kHelp;  // -h is the only flag without a value
+      if (std::strcmp(flag->long_name, "help") == 0) return ParseResult::kHelp;
+      if (!apply(*flag, "", &o, error)) return ParseResult::kError;
+      continue;
     }
     if (!have_value) {
       if (i + 1 >= argc) {
@@ -224,6 +235,18 @@ ParseResult parse_args(int argc, const char* const* argv, Options* options, std:
       value = argv[++i];
     }
     if (!apply(*flag, value, &o, error)) return ParseResult::kError;
+  }
+  if ((o.plot_only || !o.plot_add.empty()) && o.plot_path.empty()) {
+    *error = std::string(o.plot_only ? "--plot-only" : "--plot-add") + " needs --plot FILE.svg";
+    return ParseResult::kError;
+  }
+  if (o.plot_only && o.plot_add.empty()) {
+    *error = "--plot-only needs at least one --plot-add FILE.json to draw";
+    return ParseResult::kError;
+  }
+  if (o.plot_only) {
+    *options = o;  // no run: the collective and sizes do not matter
+    return ParseResult::kOk;
   }
   if (!have_coll) {
     *error = "no collective given: expected allreduce, reducescatter, allgather, broadcast, reduce, "
@@ -259,6 +282,10 @@ std::string usage_text(const char* program) {
          "  -a, --algorithm NAME     auto or a collx algorithm (ring, recursive_doubling, ...) [auto]\n"
          "      --np N               local ranks to start when not under a launcher [4]\n"
          "      --json FILE          also write the results as JSON\n"
+         "      --plot FILE.svg      also draw busbw against size (out of place, in place) as SVG\n"
+         "      --plot-add FILE.json add an earlier --json output of collx-bench or collx-mpi-bench\n"
+         "                           to the plot (repeatable; labelled by its \"label\" field or file name)\n"
+         "      --plot-only          draw the --plot-add files without running a benchmark\n"
          "  -T, --timeout SECONDS    deadline of every collx call; 0 = library default [0]\n"
          "  -h, --help               this text\n"
          "\n"

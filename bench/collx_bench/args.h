@@ -1,5 +1,5 @@
 // collx-bench's command line: nccl-tests' flags (-b -e -i -f -n -w -c -d -o -r -T) plus
-// collx's (-t transport, -a algorithm, --np, --json). Parsing never calls the library, so a
+// collx's (-t transport, -a algorithm, --np, --json, --plot). Parsing never calls the library, so a
 // bad command line is reported (exit 2) before any rank starts.
 #pragma once
 
@@ -31,6 +31,11 @@ struct Options {
   int np = 4;                      // local ranks to start when no launcher is present
   std::string json_path;
   double timeout_s = 0;  // 0 = the library's default deadline
+  // --plot FILE.svg: busbw against size; --plot-add FILE.json (repeatable): earlier --json
+  // outputs drawn too; --plot-only: draw the --plot-add files without running.
+  std::string plot_path;
+  std::vector<std::string> plot_add;
+  bool plot_only = false;
 };
 
 enum class ParseResult { kOk, kHelp, kError };
