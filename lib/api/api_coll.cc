@@ -40,8 +40,8 @@ CollCall make_call(collx_coll_t coll, const void* sendbuf, void* recvbuf, size_t
   call.sendbuf = sendbuf;
   call.recvbuf = recvbuf;
   call.count = count;
-  call.datatype = datatype;
-  call.op = op;
+  call.datatype = static_cast<int32_t>(datatype);
+  call.op = static_cast<int32_t>(op);
   call.root = root;
   return call;
 }

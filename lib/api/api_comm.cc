@@ -112,7 +112,10 @@ collx_status_t collx_select_algorithm(collx_comm_t comm, collx_coll_t coll, size
     if (!algorithm) return api::null_handle("algorithm");
     CollCall call;
     COLLX_RETURN_IF_ERROR(api::read_opts(opts, &call));
-    return comm->impl->select_algorithm(coll, count, datatype, call.algorithm, algorithm);
+    if (static_cast<int32_t>(coll) < 0 || static_cast<int32_t>(coll) >= COLLX_NUM_COLLS) {
+      return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: unknown collective %d", static_cast<int>(coll));
+    }
+    return comm->impl->select_algorithm(coll, count, static_cast<int32_t>(datatype), call.algorithm, algorithm);
   });
 }
 

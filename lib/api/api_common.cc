@@ -39,7 +39,7 @@ Status read_opts(const collx_opts_t* opts, CollCall* call) {
                        "collx_opts_init(&opts, sizeof opts) before setting fields", opts->size);
   }
   std::memcpy(&full, opts, opts->size < sizeof full ? opts->size : sizeof full);
-  call->algorithm = static_cast<collx_algorithm_t>(full.algorithm);
+  call->algorithm = full.algorithm;
   call->mem_kind = full.mem_kind;
   call->timeout_ms = full.timeout_ms < 0 ? -1 : full.timeout_ms;
   call->premul_scalar = full.premul_scalar;

@@ -22,18 +22,20 @@
 
 namespace collx {
 
-// One call as the user made it (after the C API read its arguments and options).
+// One call as the user made it (after the C API read its arguments and options). Datatype,
+// op and algorithm stay raw integers until validate() accepted them: a C caller may pass any
+// value, and an out-of-range value must not be held in a C++ enum (undefined behaviour).
 struct CollCall {
   collx_coll_t coll = COLLX_COLL_ALLREDUCE;
   const void* sendbuf = nullptr;
   void* recvbuf = nullptr;
   size_t count = 0;
-  collx_datatype_t datatype = COLLX_FLOAT32;
-  collx_op_t op = COLLX_SUM;
+  int32_t datatype = COLLX_FLOAT32;
+  int32_t op = COLLX_SUM;
   int root = 0;   // broadcast, reduce
   int peer = -1;  // send, recv
   int tag = 0;    // send, recv
-  collx_algorithm_t algorithm = COLLX_ALGO_AUTO;
+  int32_t algorithm = COLLX_ALGO_AUTO;
   int mem_kind = COLLX_MEM_AUTO;
   int64_t timeout_ms = -1;  // -1: the communicator's
   double premul_scalar = 1.0;
@@ -107,8 +109,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status send_recv(const CollCall& call);
   Status post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>* out);
 
-  Status select_algorithm(collx_coll_t coll, size_t count, collx_datatype_t datatype,
-                          collx_algorithm_t forced, collx_algorithm_t* out) const;
+  // datatype and forced are raw values (validated here).
+  Status select_algorithm(collx_coll_t coll, size_t count, int32_t datatype, int32_t forced,
+                          collx_algorithm_t* out) const;
 
   // Any thread, never blocks.
   void abort();

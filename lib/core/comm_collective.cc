@@ -17,20 +17,22 @@ std::string Communicator::context_of(const transport::OpDesc& desc) const {
   return string_printf("%s on rank %d of '%s': ", describe_op(desc).c_str(), rank_, name_.c_str());
 }
 
-Status Communicator::select_algorithm(collx_coll_t coll, size_t count, collx_datatype_t datatype,
-                                      collx_algorithm_t forced, collx_algorithm_t* out) const {
+Status Communicator::select_algorithm(collx_coll_t coll, size_t count, int32_t datatype, int32_t forced,
+                                      collx_algorithm_t* out) const {
   if (coll < 0 || coll >= COLLX_NUM_COLLS) {
     return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: unknown collective %d", static_cast<int>(coll));
   }
   if (coll != COLLX_COLL_BARRIER && !datatype_valid(datatype)) {
     return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: unknown datatype %d", static_cast<int>(datatype));
   }
-  if (forced < 0 || forced >= COLLX_NUM_ALGORITHMS || !algorithm_implements(forced, coll)) {
+  if (forced < 0 || forced >= COLLX_NUM_ALGORITHMS ||
+      !algorithm_implements(static_cast<collx_algorithm_t>(forced), coll)) {
     return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: algorithm '%s' (%d) does not implement %s",
                        algorithm_name(forced), static_cast<int>(forced), coll_name(coll));
   }
   const size_t element = coll == COLLX_COLL_BARRIER ? 0 : datatype_size(datatype);
-  *out = settings_.selector.choose(coll, selection_bytes(coll, count, element, size_), size_, forced);
+  *out = settings_.selector.choose(coll, selection_bytes(coll, count, element, size_), size_,
+                                   static_cast<collx_algorithm_t>(forced));
   return Status::Ok();
 }
 
@@ -144,8 +146,8 @@ Status Communicator::dispatch(const CollCall& call, const transport::OpDesc& des
   args.sendbuf = call.sendbuf;
   args.recvbuf = call.recvbuf;
   args.count = call.count;
-  args.datatype = call.datatype;
-  args.op = call.op;
+  args.datatype = static_cast<collx_datatype_t>(call.datatype);
+  args.op = static_cast<collx_op_t>(call.op);
   args.root = call.root;
   args.desc = desc;
   args.deadline = deadline;
@@ -162,13 +164,13 @@ Status Communicator::dispatch(const CollCall& call, const transport::OpDesc& des
     if (!scaled) {
       return make_status(COLLX_ERR_NO_MEMORY, "cannot allocate %zu bytes to scale the input", input_count * element);
     }
-    scale(scaled, call.sendbuf, input_count, call.datatype, call.premul_scalar);
+    scale(scaled, call.sendbuf, input_count, args.datatype, call.premul_scalar);
     args.sendbuf = scaled;
   }
   if (call.op == COLLX_PREMUL_SUM || call.op == COLLX_AVG) args.op = COLLX_SUM;
   COLLX_RETURN_IF_ERROR(run_algorithm(args));
   if (call.op == COLLX_AVG && call.count > 0 && (call.coll != COLLX_COLL_REDUCE || call.root == rank_)) {
-    divide(call.recvbuf, call.count, call.datatype, size_);
+    divide(call.recvbuf, call.count, args.datatype, size_);
   }
   return Status::Ok();
 }

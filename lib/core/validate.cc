@@ -49,7 +49,7 @@ Status Communicator::validate(const CollCall& c) const {
   if (c.algorithm < 0 || c.algorithm >= COLLX_NUM_ALGORITHMS) {
     return invalid(name, "%s", string_printf("unknown algorithm %d in opts", static_cast<int>(c.algorithm)));
   }
-  if (!algorithm_implements(c.algorithm, c.coll)) {
+  if (!algorithm_implements(static_cast<collx_algorithm_t>(c.algorithm), c.coll)) {
     return invalid(name, "%s", std::string("algorithm '") + algorithm_name(c.algorithm) +
                                    "' does not implement " + coll_name(c.coll));
   }

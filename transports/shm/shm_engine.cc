@@ -1,0 +1,464 @@
+// The shm engine's public face: setup, posting, waiting (leader/follower with a futex sleep),
+// cancel, poison, abort and close.
+#include "transports/shm/shm_engine.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstring>
+
+#include "lib/common/log.h"
+
+namespace collx {
+namespace shm {
+
+namespace {
+// A driver with nothing to do polls (yielding the CPU between polls) this long before it
+// sleeps on its futex: short enough that idle ranks cost nothing, long enough to catch a
+// reply from a peer that is running right now.
+constexpr int64_t kSpinUs = 50;
+// Longest futex sleep: bounds how late a dead peer (which wakes nobody) is noticed.
+constexpr int64_t kMaxSleepUs = 100 * 1000;
+}  // namespace
+
+ShmEngine::ShmEngine(const ShmTransportParams& params, std::unique_ptr<Segment> own)
+    : rank_(params.rank),
+      size_(params.size),
+      comm_id_(params.comm_id),
+      unexpected_max_bytes_(params.unexpected_max_bytes),
+      eager_max_bytes_(params.eager_max_bytes),
+      force_ring_copy_(params.force_ring_copy),
+      describe_fn_(params.describe),
+      own_(std::move(own)) {
+  own_header_ = own_->header();
+  for (int r = 0; r < size_; ++r) {
+    auto p = std::make_unique<Peer>();
+    p->rank = r;
+    peers_.push_back(std::move(p));
+  }
+}
+
+Status ShmEngine::attach(const std::vector<std::string>& names, const std::vector<pid_t>& pids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const pid_t self = ::getpid();
+  for (int r = 0; r < size_; ++r) {
+    Peer& p = *peers_[r];
+    p.pid = pids[r];
+    p.same_process = pids[r] == self;
+    if (r == rank_) continue;
+    COLLX_RETURN_IF_ERROR(p.seg.open(names[r], comm_id_, r, size_, pids[r]));
+    // Keys: (sender, receiver) for data rings, offset by size_ for control rings.
+    p.in_data = RingView(own_->data_ring(r), own_->ring_cells(own_->data_ring(r)), kDataCells,
+                         tsan_sync_address(comm_id_, r, rank_));
+    p.in_ctrl = RingView(own_->ctrl_ring(r), own_->ring_cells(own_->ctrl_ring(r)), kCtrlCells,
+                         tsan_sync_address(comm_id_, r + size_, rank_));
+    p.out_data = RingView(p.seg.data_ring(rank_), p.seg.ring_cells(p.seg.data_ring(rank_)), kDataCells,
+                          tsan_sync_address(comm_id_, rank_, r));
+    p.out_ctrl = RingView(p.seg.ctrl_ring(rank_), p.seg.ring_cells(p.seg.ctrl_ring(rank_)), kCtrlCells,
+                          tsan_sync_address(comm_id_, rank_ + size_, r));
+    if (!p.same_process) p.process.watch(p.pid);
+  }
+  last_liveness_us_ = monotonic_us();
+  return Status::Ok();
+}
+
+ShmEngine::~ShmEngine() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!closed_) {
+    // No orderly close: peers must not wait for us (we may be on an error path). If we
+    // failed, pass the first reason on so survivors learn the root cause.
+    if (poison_.ok()) {
+      publish_state(RankState::kAborted, Status::Ok());
+    } else {
+      publish_state(RankState::kPoisoned, poison_);
+    }
+    closed_ = true;
+    poison_locked(make_status(COLLX_ERR_ABORTED, "rank %d: shm transport destroyed", rank_), false);
+  }
+  for (auto& p : peers_) fail_peer_requests(*p, poison_);
+}
+
+void ShmEngine::notify_waiters() {
+  cv_.notify_all();
+  notify_segment(own_header_);  // the driver may sleep on our futex
+}
+
+Status ShmEngine::aborted_status() const {
+  return make_status(COLLX_ERR_ABORTED, "rank %d: the shm transport was aborted", rank_);
+}
+
+Status ShmEngine::usable_locked() {
+  if (aborted_.load(std::memory_order_acquire)) {
+    poison_locked(aborted_status(), false);
+    return aborted_status();
+  }
+  if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the shm transport is closed", rank_);
+  return poison_;
+}
+
+Status ShmEngine::check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
+  if (req == nullptr) return make_status(COLLX_ERR_INVALID_ARG, "request is null");
+  if (!req->done()) return make_status(COLLX_ERR_INVALID_USAGE, "request is still pending");
+  if (peer < 0 || peer >= size_) {
+    return make_status(COLLX_ERR_INVALID_ARG, "peer %d out of range (communicator of %d ranks)", peer, size_);
+  }
+  if (buf == nullptr && bytes > 0) return make_status(COLLX_ERR_INVALID_ARG, "null buffer for %zu bytes", bytes);
+  if (bytes > kMaxMessageBytes) return make_status(COLLX_ERR_INVALID_ARG, "message of %zu bytes exceeds 1 TiB", bytes);
+  return Status::Ok();
+}
+
+static void fill_request(Request* req, bool is_send, int peer, uint64_t tag, const void* buf, size_t bytes,
+                         const OpDesc& desc) {
+  req->reset_for_post();
+  req->peer = peer;
+  req->tag = tag;
+  req->is_send = is_send;
+  req->buffer = const_cast<void*>(buf);
+  req->bytes = bytes;
+  req->desc = desc;
+}
+
+Status ShmEngine::post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
+  COLLX_RETURN_IF_ERROR(check_args(req, peer, buf, bytes));
+  std::lock_guard<std::mutex> lock(mu_);
+  COLLX_RETURN_IF_ERROR(usable_locked());
+  CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
+  if (peer == rank_) return post_send_self(req, tag, buf, bytes, desc);
+  Peer& p = *peers_[peer];
+  if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
+  fill_request(req, true, peer, tag, buf, bytes, desc);
+  auto* op = new SendOp;
+  op->req = req;
+  op->peer = peer;
+  op->msg_id = p.next_send_id++;
+  op->rndv = bytes > eager_max_bytes_;
+  req->transport_private = op;
+  p.sendq.push_back(op);
+  push_sends(p);  // latency: into the ring now, not in the next wait
+  return Status::Ok();
+}
+
+// A message to ourselves: copied at once into the matching receive or the unexpected list.
+Status ShmEngine::post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
+  Peer& p = *peers_[rank_];
+  auto posted = p.posted.find(tag);
+  if (posted != p.posted.end()) {
+    Request* recv = posted->second.front();
+    Status status = check_match(rank_, tag, bytes, desc, recv->bytes, recv->desc);
+    if (!status.ok()) {
+      poison_locked(status, true);
+      return status;
+    }
+    posted->second.pop_front();
+    if (posted->second.empty()) p.posted.erase(posted);
+    if (bytes > 0) std::memcpy(recv->buffer, buf, bytes);
+    recv->transport_private = nullptr;
+    recv->complete_ok();
+    ++completions_;
+  } else {
+    auto m = std::make_unique<InMsg>();
+    m->peer = rank_;
+    m->msg_id = p.next_send_id++;
+    m->tag = tag;
+    m->bytes = bytes;
+    m->desc = desc;
+    if (bytes > 0) {
+      m->staging.reset(static_cast<uint8_t*>(std::malloc(bytes)));
+      if (!m->staging) return make_status(COLLX_ERR_NO_MEMORY, "rank %d: cannot buffer %zu bytes", rank_, bytes);
+      std::memcpy(m->staging.get(), buf, bytes);
+      unexpected_bytes_ += bytes;
+    }
+    m->received = bytes;
+    m->complete = true;
+    p.unexpected[tag].push_back(m.get());
+    p.live[m->msg_id] = std::move(m);
+  }
+  fill_request(req, true, rank_, tag, buf, bytes, desc);
+  req->complete_ok();
+  return Status::Ok();
+}
+
+Status ShmEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, size_t bytes, const OpDesc& desc) {
+  COLLX_RETURN_IF_ERROR(check_args(req, peer, buf, bytes));
+  std::lock_guard<std::mutex> lock(mu_);
+  COLLX_RETURN_IF_ERROR(usable_locked());
+  CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
+  Peer& p = *peers_[peer];
+  auto unexpected = p.unexpected.find(tag);
+  if (unexpected != p.unexpected.end()) {
+    InMsg* m = unexpected->second.front();
+    Status status = check_match(peer, tag, m->bytes, m->desc, bytes, desc);
+    if (!status.ok()) {
+      poison_locked(status, true);
+      return status;
+    }
+    unexpected->second.pop_front();
+    if (unexpected->second.empty()) p.unexpected.erase(unexpected);
+    fill_request(req, false, peer, tag, buf, bytes, desc);
+    m->recv = req;
+    req->transport_private = m;
+    if (m->complete) {
+      m->complete = false;
+      complete_message(p, m);  // copies from staging, completes, frees m
+    } else if (m->rndv) {
+      start_pull(p, m);
+    }  // else: an eager message still arriving goes to staging, copied when complete
+    return Status::Ok();
+  }
+  if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
+  fill_request(req, false, peer, tag, buf, bytes, desc);
+  p.posted[tag].push_back(req);
+  // An announcement waiting for budget may be this receive's message: wake the driver.
+  if (p.paused_budget) notify_segment(own_header_);
+  return Status::Ok();
+}
+
+Status ShmEngine::timeout_status(Request* const* reqs, size_t count, int64_t waited_ms) const {
+  std::string pending;
+  int listed = 0, more = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Request* r = reqs[i];
+    if (r == nullptr || r->done()) continue;
+    if (listed == 8) {
+      ++more;
+      continue;
+    }
+    if (listed++ > 0) pending += ", ";
+    if (r->is_send) {
+      auto* op = static_cast<const SendOp*>(r->transport_private);
+      const char* stage = op == nullptr ? "queued" : op->rndv ? (op->started ? "announced, not yet taken" : "queued")
+                                                              : (op->started ? "partly in the ring" : "queued");
+      pending += string_printf("send to rank %d (%zu bytes, %s)", r->peer, r->bytes, stage);
+    } else {
+      auto* m = static_cast<const InMsg*>(r->transport_private);
+      pending += string_printf("recv from rank %d (%zu bytes, %" PRIu64 " received)", r->peer, r->bytes,
+                               m ? m->received : 0);
+    }
+  }
+  if (more > 0) pending += string_printf(", and %d more", more);
+  return make_status(COLLX_ERR_TIMEOUT, "rank %d: timed out after %lld ms; still waiting for: %s", rank_,
+                     static_cast<long long>(waited_ms), pending.c_str());
+}
+
+// The driver found nothing to do: sleep on our futex until a peer (or abort, or another
+// thread of ours) bumps it, at most kMaxSleepUs so dead peers are still noticed.
+void ShmEngine::idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline) {
+  own_header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t seen = own_header_->futex.load(std::memory_order_seq_cst);
+  // Look once more after announcing ourselves: a peer that pushed before it could see us
+  // sleeping did not wake us.
+  if (!progress() && !aborted_.load(std::memory_order_acquire)) {
+    int64_t timeout_us = kMaxSleepUs;
+    if (!deadline.is_never()) {
+      auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline.time_point() -
+                                                                        std::chrono::steady_clock::now());
+      timeout_us = std::min<int64_t>(timeout_us, std::max<int64_t>(left.count(), 1));
+    }
+    lock.unlock();
+    futex_wait(&own_header_->futex, seen, timeout_us);
+    lock.lock();
+  }
+  own_header_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+Status ShmEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline) {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  bool driver = false;
+  struct DriverRelease {
+    ShmEngine* engine;
+    bool* driver;
+    ~DriverRelease() {
+      if (!*driver) return;
+      engine->driving_ = false;
+      engine->cv_.notify_all();
+    }
+  } release{this, &driver};
+  int64_t idle_since = 0;
+  for (;;) {
+    if (aborted_.load(std::memory_order_acquire)) {
+      poison_locked(aborted_status(), false);
+      return aborted_status();
+    }
+    bool all_done = true;
+    for (size_t i = 0; i < count; ++i) {
+      const Request* r = reqs[i];
+      if (r == nullptr) continue;
+      if (!r->done()) {
+        all_done = false;
+      } else if (r->failed()) {
+        return r->status();
+      }
+    }
+    if (all_done) return Status::Ok();
+    if (!poison_.ok()) return poison_;
+    if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the shm transport is closed", rank_);
+    if (deadline.expired()) {
+      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      return timeout_status(reqs, count, waited.count());
+    }
+    if (driver || !driving_) {
+      driving_ = driver = true;
+      const uint64_t before = completions_;
+      const bool moved = progress();
+      if (moved) {
+        idle_since = 0;
+      } else {
+        const int64_t now = monotonic_us();
+        if (idle_since == 0) idle_since = now;
+        if (now - idle_since < kSpinUs) {
+          // Never spin without yielding: 8 ranks may share 2 cores.
+          lock.unlock();
+          ::sched_yield();
+          lock.lock();
+        } else {
+          idle_wait(lock, deadline);
+        }
+      }
+      if (completions_ != before) cv_.notify_all();  // followers' requests may be among them
+    } else {
+      auto wake_at = std::min(deadline.time_point(), std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+      cv_.wait_until(lock, wake_at);
+    }
+  }
+}
+
+void ShmEngine::cancel(Request* const* reqs, size_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
+  const Status cancelled = make_status(COLLX_ERR_ABORTED, "cancelled");
+  for (size_t i = 0; i < count; ++i) {
+    Request* r = reqs[i];
+    if (r == nullptr || r->done()) continue;
+    Peer& p = *peers_[r->peer];
+    if (r->is_send) {
+      auto* op = static_cast<SendOp*>(r->transport_private);
+      if (op == nullptr) continue;
+      if (op->started) {
+        // Part of it is in the ring, or the receiver may be reading the buffer right now.
+        poison_locked(make_status(COLLX_ERR_ABORTED,
+                                  "rank %d: cancelled a send to rank %d that had started (%zu bytes); the stream to "
+                                  "rank %d is broken",
+                                  rank_, r->peer, r->bytes, r->peer),
+                      true);
+        continue;
+      }
+      p.sendq.erase(std::remove(p.sendq.begin(), p.sendq.end(), op), p.sendq.end());
+      delete op;
+    } else {
+      auto* m = static_cast<InMsg*>(r->transport_private);
+      if (m == nullptr) {
+        auto posted = p.posted.find(r->tag);
+        if (posted != p.posted.end()) {
+          auto& queue = posted->second;
+          queue.erase(std::remove(queue.begin(), queue.end(), r), queue.end());
+          if (queue.empty()) p.posted.erase(posted);
+        }
+      } else {
+        // Partly received: the rest is consumed and dropped, keeping the ring in step.
+        m->recv = nullptr;
+        m->discard = true;
+        release_staging(m);
+      }
+    }
+    r->transport_private = nullptr;
+    r->complete_error(cancelled);
+    ++completions_;
+  }
+}
+
+void ShmEngine::set_active_op(const OpDesc* desc) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (desc == nullptr) {
+    active_.reset();
+    return;
+  }
+  active_ = *desc;
+  if (!poison_.ok() || closed_ || aborted_.load(std::memory_order_acquire)) return;
+  CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
+  for (auto& pp : peers_) {
+    Peer& p = *pp;
+    for (auto& [tag, queue] : p.unexpected) {
+      for (InMsg* m : queue) {
+        Status status = check_active_op(p.rank, m->tag, m->desc);
+        if (!status.ok()) {
+          poison_locked(status, true);
+          return;
+        }
+      }
+    }
+    if (p.paused_budget) {  // the announcement left in the ring
+      bool corrupt = false;
+      const uint8_t* slot = p.in_data.consumer_slot(&corrupt);
+      if (slot == nullptr) continue;
+      CellHeader h;
+      std::memcpy(&h, slot, sizeof h);
+      Status status = check_active_op(p.rank, h.tag, h.desc);
+      if (!status.ok()) {
+        poison_locked(status, true);
+        return;
+      }
+    }
+  }
+}
+
+void ShmEngine::poison(const Status& status, bool notify_peers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
+  poison_locked(status, notify_peers);
+}
+
+Status ShmEngine::health() const {
+  if (aborted_.load(std::memory_order_acquire)) return aborted_status();
+  std::lock_guard<std::mutex> lock(mu_);
+  return poison_;
+}
+
+void ShmEngine::abort() {
+  // No lock: a thread may be inside the engine. Peers' mappings and our header live until
+  // the destructor; publish_state is guarded by its own atomic flag.
+  aborted_.store(true, std::memory_order_release);
+  publish_state(RankState::kAborted, Status::Ok());
+  notify_segment(own_header_);
+  cv_.notify_all();
+}
+
+void ShmEngine::close(Deadline deadline) {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (closed_) return;
+  // Take the driver role: flush our sends ourselves.
+  while (driving_) {
+    notify_segment(own_header_);
+    cv_.wait_for(lock, std::chrono::milliseconds(10));
+  }
+  driving_ = true;
+  CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
+  bool orderly = poison_.ok() && !aborted_.load();
+  // Sends already posted are delivered (rendezvous ones need the receiver to take them).
+  while (orderly && sends_pending() && !deadline.expired()) {
+    if (!progress()) idle_wait(lock, deadline.min(Deadline::after_ms(10)));
+    orderly = poison_.ok() && !aborted_.load();
+  }
+  closed_ = true;
+  if (orderly && !sends_pending()) {
+    publish_state(RankState::kLeft, Status::Ok());
+  } else {
+    publish_state(RankState::kPoisoned,
+                  poison_.ok() ? make_status(COLLX_ERR_TIMEOUT, "rank %d closed with sends not delivered", rank_)
+                               : poison_);
+  }
+  poison_locked(make_status(COLLX_ERR_ABORTED, "rank %d: the shm transport is closed", rank_), false);
+  driving_ = false;
+  cv_.notify_all();
+  auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  COLLX_INFO(NET, "rank %d: shm transport closed (%s) in %lld ms", rank_, orderly ? "orderly" : "after a failure",
+             static_cast<long long>(elapsed.count()));
+}
+
+}  // namespace shm
+}  // namespace collx

@@ -1,0 +1,186 @@
+// The shared-memory transport's engine. Internal to transports/shm.
+//
+// Threads: every public method is thread-safe; one mutex guards all state. No progress
+// thread: a thread in wait_all becomes the driver (polls the rings, pushes queued cells,
+// checks the peers) and sleeps on this rank's futex word without the mutex when idle; other
+// waiters sleep on a condition variable. abort() takes no lock.
+//
+// Files: shm_engine.cc (public API, waiting), shm_progress.cc (rings in and out, matching,
+// rendezvous, peers' states and liveness, poison).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transports/shm/shm_liveness.h"
+#include "transports/shm/shm_ring.h"
+#include "transports/shm/shm_segment.h"
+#include "transports/shm/shm_transport.h"
+
+namespace collx {
+namespace shm {
+
+using transport::OpDesc;
+using transport::Request;
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// A message announced by a peer (eager or rendezvous), matched or waiting for its receive.
+struct InMsg {
+  int peer = 0;
+  uint64_t msg_id = 0, tag = 0, bytes = 0;
+  OpDesc desc;
+  Request* recv = nullptr;
+  std::unique_ptr<uint8_t, FreeDeleter> staging;  // unexpected eager payload (budgeted)
+  uint64_t received = 0;
+  bool rndv = false;
+  bool chunked = false;     // rendezvous whose data comes through the ring (we asked)
+  bool discard = false;     // its receive was cancelled / failed: drop the remaining payload
+  bool complete = false;
+  int64_t src_pid = 0;
+  uint64_t src_addr = 0;
+  uint8_t* target() const {
+    if (discard) return nullptr;
+    if (staging) return staging.get();
+    return recv ? static_cast<uint8_t*>(recv->buffer) : nullptr;
+  }
+};
+
+struct SendOp {
+  Request* req = nullptr;
+  int peer = 0;
+  uint64_t msg_id = 0;
+  bool rndv = false;
+  bool started = false;   // a cell of it is in the ring (eager) / its RTS went out
+  uint64_t pushed = 0;    // payload bytes in the ring (eager or chunks)
+};
+
+struct Peer {
+  int rank = 0;
+  pid_t pid = 0;
+  Segment seg;                 // the peer's segment (mapped; empty for ourselves)
+  RingView in_data, in_ctrl;   // rings in our segment written by this peer
+  RingView out_data, out_ctrl; // rings in its segment written by us
+  PeerProcess process;
+  bool same_process = false;
+  bool cma_unsupported = false;
+  uint64_t next_send_id = 1;
+  uint64_t last_announced = 0;
+  std::deque<SendOp*> sendq;                            // not yet fully in the ring
+  std::deque<SendOp*> chunk_ops;                        // rendezvous streamed in chunks
+  std::unordered_map<uint64_t, SendOp*> awaiting;       // rendezvous waiting for ACK
+  std::deque<CellHeader> ctrl_out;                      // control cells not yet pushed
+  std::unordered_map<uint64_t, std::unique_ptr<InMsg>> live;
+  std::unordered_map<uint64_t, std::deque<Request*>> posted;
+  std::unordered_map<uint64_t, std::deque<InMsg*>> unexpected;
+  bool paused_budget = false;   // head of in_data is an announcement the budget cannot hold
+  bool draining = false;        // it left: read all it sent, budget or not
+  bool departed = false;
+};
+
+class ShmEngine final : public transport::Transport {
+ public:
+  ShmEngine(const ShmTransportParams& params, std::unique_ptr<Segment> own);
+  ~ShmEngine() override;
+  // Maps the peers' segments (names and pids from the bootstrap).
+  Status attach(const std::vector<std::string>& names, const std::vector<pid_t>& pids);
+  Segment& own_segment() { return *own_; }
+
+  const char* name() const override { return "shm"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Status post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) override;
+  Status post_recv(Request* req, int peer, uint64_t tag, void* buf, size_t bytes, const OpDesc& desc) override;
+  Status wait_all(Request* const* reqs, size_t count, Deadline deadline) override;
+  void cancel(Request* const* reqs, size_t count) override;
+  void set_active_op(const OpDesc* desc) override;
+  void poison(const Status& status, bool notify_peers) override;
+  Status health() const override;
+  void abort() override;
+  void close(Deadline deadline) override;
+
+ private:
+  // ---- shm_engine.cc
+  Status usable_locked();
+  Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const;
+  Status post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
+  Status timeout_status(Request* const* reqs, size_t count, int64_t waited_ms) const;
+  Status aborted_status() const;
+  void idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline);
+  void notify_waiters();
+
+  // ---- shm_progress.cc
+  bool progress();                          // one round over every peer; true if anything moved
+  bool push_sends(Peer& p);
+  bool poll_ctrl(Peer& p);
+  bool poll_data(Peer& p);
+  bool handle_announce(Peer& p, const CellHeader& h, const uint8_t* payload);
+  void start_pull(Peer& p, InMsg* m);
+  void complete_message(Peer& p, InMsg* m);
+  void complete_send(Peer& p, SendOp* op);
+  void release_staging(InMsg* m);
+  void check_peers(bool check_processes);
+  void peer_departed(Peer& p);
+  void fail_peer_requests(Peer& p, const Status& status);
+  void protocol_error(Peer& p, const std::string& why);
+  void poison_locked(const Status& status, bool notify_peers);
+  void publish_state(RankState state, const Status& reason);
+  void wake_peers();
+  Status check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent_desc, size_t recv_bytes,
+                     const OpDesc& recv_desc) const;
+  Status check_active_op(int peer, uint64_t tag, const OpDesc& desc) const;
+  std::string describe(const OpDesc& desc) const;
+  bool sends_pending() const;
+
+  const int rank_;
+  const int size_;
+  const uint64_t comm_id_;
+  const size_t unexpected_max_bytes_;
+  const size_t eager_max_bytes_;
+  const bool force_ring_copy_;
+  const transport::DescribeFn describe_fn_;
+  std::unique_ptr<Segment> own_;
+  SegmentHeader* own_header_ = nullptr;
+
+  std::atomic<bool> aborted_{false};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool driving_ = false;
+  uint64_t completions_ = 0;
+  Status poison_;
+  bool closed_ = false;
+  std::atomic<bool> state_published_{false};  // our state word left ALIVE (once; abort too)
+  std::optional<OpDesc> active_;
+  uint64_t unexpected_bytes_ = 0;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  int64_t last_liveness_us_ = 0;
+};
+
+// Wakes waiters when completions happened while it was alive (mutex held throughout).
+class CompletionNotifier {
+ public:
+  CompletionNotifier(uint64_t* completions, std::function<void()> notify)
+      : completions_(completions), before_(*completions), notify_(std::move(notify)) {}
+  ~CompletionNotifier() {
+    if (*completions_ != before_) notify_();
+  }
+
+ private:
+  uint64_t* completions_;
+  uint64_t before_;
+  std::function<void()> notify_;
+};
+
+}  // namespace shm
+}  // namespace collx

@@ -1,0 +1,147 @@
+// Creating, mapping and unlinking the per-rank segments; futex wake-ups.
+#include "transports/shm/shm_segment.h"
+
+#include "transports/shm/shm_ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <climits>
+#include <cstring>
+#include <new>
+
+namespace collx {
+namespace shm {
+
+namespace {
+constexpr size_t kDataRingBytes = sizeof(RingHeader) + size_t{kDataCells} * kCellBytes;
+constexpr size_t kCtrlRingBytes = sizeof(RingHeader) + size_t{kCtrlCells} * kCellBytes;
+constexpr size_t kHeaderBytes = (sizeof(SegmentHeader) + 4095) / 4096 * 4096;
+}  // namespace
+
+size_t segment_bytes(int nranks) { return kHeaderBytes + size_t(nranks) * (kDataRingBytes + kCtrlRingBytes); }
+size_t data_ring_offset(int, int sender) { return kHeaderBytes + size_t(sender) * (kDataRingBytes + kCtrlRingBytes); }
+size_t ctrl_ring_offset(int nranks, int sender) { return data_ring_offset(nranks, sender) + kDataRingBytes; }
+
+std::string segment_name(uint64_t comm_id, int rank, pid_t pid) {
+  return string_printf("/collx-%016" PRIx64 "-%d-%d", comm_id, rank, static_cast<int>(pid));
+}
+
+Segment::~Segment() {
+  if (base_ != nullptr) ::munmap(base_, bytes_);
+  unlink();
+}
+
+void Segment::unlink() {
+  if (!linked_) return;
+  ::shm_unlink(name_.c_str());
+  linked_ = false;
+}
+
+RingHeader* Segment::data_ring(int sender) const {
+  return reinterpret_cast<RingHeader*>(static_cast<uint8_t*>(base_) + data_ring_offset(nranks_, sender));
+}
+RingHeader* Segment::ctrl_ring(int sender) const {
+  return reinterpret_cast<RingHeader*>(static_cast<uint8_t*>(base_) + ctrl_ring_offset(nranks_, sender));
+}
+
+Status Segment::create(const std::string& name, uint64_t comm_id, int rank, int nranks) {
+  name_ = name;
+  nranks_ = nranks;
+  bytes_ = segment_bytes(nranks);
+  int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return system_error(("shm_open " + name).c_str(), errno);
+  linked_ = true;
+  if (::ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+    int e = errno;
+    ::close(fd);
+    return system_error(string_printf("ftruncate %s to %zu bytes", name.c_str(), bytes_).c_str(), e);
+  }
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) return system_error(("mmap " + name).c_str(), e);
+  base_ = p;
+  // A fresh shm object is zero-filled: only the non-zero fields need writing. Touching
+  // the pages here also makes a /dev/shm that is too small fail now (SIGBUS) rather than
+  // later; fallocate-like reservation is not portable for tmpfs.
+  auto* h = new (base_) SegmentHeader();
+  h->magic = kSegmentMagic;
+  h->version = kSegmentVersion;
+  h->nranks = static_cast<uint32_t>(nranks);
+  h->comm_id = comm_id;
+  h->rank = rank;
+  h->pid = static_cast<int32_t>(::getpid());
+  h->cell_bytes = kCellBytes;
+  h->data_cells = kDataCells;
+  h->ctrl_cells = kCtrlCells;
+  for (int s = 0; s < nranks; ++s) {
+    new (data_ring(s)) RingHeader();
+    new (ctrl_ring(s)) RingHeader();
+  }
+  return Status::Ok();
+}
+
+Status Segment::open(const std::string& name, uint64_t comm_id, int rank, int nranks, pid_t pid) {
+  name_ = name;
+  nranks_ = nranks;
+  bytes_ = segment_bytes(nranks);
+  int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return system_error(("shm_open " + name).c_str(), errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(bytes_)) {
+    ::close(fd);
+    return make_status(COLLX_ERR_PROTOCOL, "shared-memory segment %s of rank %d is too small", name.c_str(), rank);
+  }
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) return system_error(("mmap " + name).c_str(), e);
+  base_ = p;
+  const SegmentHeader* h = header();
+  if (h->magic != kSegmentMagic || h->version != kSegmentVersion || h->comm_id != comm_id || h->rank != rank ||
+      h->nranks != static_cast<uint32_t>(nranks) || h->pid != pid || h->cell_bytes != kCellBytes ||
+      h->data_cells != kDataCells || h->ctrl_cells != kCtrlCells) {
+    return make_status(COLLX_ERR_PROTOCOL, "shared-memory segment %s does not belong to rank %d of this communicator",
+                       name.c_str(), rank);
+  }
+  return Status::Ok();
+}
+
+void* tsan_sync_address(uint64_t comm_id, uint64_t a, uint64_t b) {
+#if defined(__SANITIZE_THREAD__)
+  static char sync[4096];
+  uint64_t h = comm_id * 0x9e3779b97f4a7c15ull ^ (a + 1) * 0xc2b2ae3d27d4eb4full ^ (b + 7) * 0x165667b19e3779f9ull;
+  return &sync[(h ^ (h >> 29)) % sizeof sync];
+#else
+  (void)comm_id, (void)a, (void)b;
+  return nullptr;
+#endif
+}
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_us) {
+  if (timeout_us <= 0) return;
+  timespec ts;
+  ts.tv_sec = timeout_us / 1000000;
+  ts.tv_nsec = (timeout_us % 1000000) * 1000;
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void notify_segment(SegmentHeader* h) {
+  h->futex.fetch_add(1, std::memory_order_seq_cst);
+  if (h->sleepers.load(std::memory_order_seq_cst) > 0) futex_wake_all(&h->futex);
+}
+
+}  // namespace shm
+}  // namespace collx

@@ -1,0 +1,104 @@
+// The shared-memory segment of one rank: its receive rings (one data ring and one control
+// ring per sender), its state word (ALIVE / LEFT / POISONED / ABORTED, with a reason) and
+// the futex word its waiting thread sleeps on. Created by its owner, mapped by every peer,
+// unlinked as soon as every peer has mapped it (so a killed job leaves nothing in /dev/shm).
+//
+// Everything a peer writes here is untrusted: geometry is fixed at compile time and checked
+// on mapping, and ring indices / cell contents are validated by their readers.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "lib/common/status.h"
+#include "transports/transport.h"
+
+namespace collx {
+namespace shm {
+
+constexpr uint64_t kSegmentMagic = 0x636f6c6c78534d31ull;  // "collxSM1"
+constexpr uint32_t kSegmentVersion = 1;
+constexpr uint32_t kCellBytes = 4096;                        // one ring cell, header included
+constexpr uint32_t kDataCells = 32;                          // per sender: 128 KiB in flight
+constexpr uint32_t kCtrlCells = 8;                           // per sender: ACK / SEND_CHUNKS
+constexpr size_t kReasonBytes = 1024;
+constexpr int kMaxRanks = 4096;
+
+enum class RankState : uint32_t { kAlive = 0, kLeft = 1, kPoisoned = 2, kAborted = 3 };
+
+// Producer and consumer indices on separate cache lines. Indices count cells forever
+// (never wrap in practice); cell i lives at slot i % ncells.
+struct alignas(64) RingHeader {
+  alignas(64) std::atomic<uint64_t> head;              // next cell to consume (consumer writes)
+  alignas(64) std::atomic<uint64_t> tail;              // next cell to produce (producer writes)
+  alignas(64) std::atomic<uint32_t> producer_waiting;  // producer found the ring full
+};
+static_assert(sizeof(RingHeader) == 192, "ring header layout");
+
+struct alignas(64) SegmentHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t nranks;
+  uint64_t comm_id;
+  int32_t rank;
+  int32_t pid;
+  uint32_t cell_bytes, data_cells, ctrl_cells, reserved;
+  alignas(64) std::atomic<uint32_t> state;     // RankState
+  std::atomic<int32_t> reason_code;            // collx_status_t of a POISONED rank
+  alignas(64) std::atomic<uint32_t> futex;     // bumped by anyone with news for the owner
+  std::atomic<uint32_t> sleepers;              // owner threads inside futex_wait
+  alignas(64) char reason[kReasonBytes];       // NUL-terminated text of a POISONED rank
+};
+
+// Byte offsets of the parts of a segment for `nranks` ranks.
+size_t segment_bytes(int nranks);
+size_t data_ring_offset(int nranks, int sender);
+size_t ctrl_ring_offset(int nranks, int sender);
+
+// "/collx-<comm_id hex>-<rank>-<pid>"
+std::string segment_name(uint64_t comm_id, int rank, pid_t pid);
+
+// An mmap'ed segment (owned or a peer's). Unmaps on destruction; an owner whose name is
+// still linked unlinks it too (creation failed before the "mapped" allgather).
+class Segment {
+ public:
+  Segment() = default;
+  ~Segment();
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  // Creates, sizes and initializes this rank's segment.
+  Status create(const std::string& name, uint64_t comm_id, int rank, int nranks);
+  // Maps a peer's segment and checks its header (magic, version, comm, rank, geometry).
+  Status open(const std::string& name, uint64_t comm_id, int rank, int nranks, pid_t pid);
+  // Removes the name (the memory lives on while mapped).
+  void unlink();
+
+  SegmentHeader* header() const { return static_cast<SegmentHeader*>(base_); }
+  RingHeader* data_ring(int sender) const;
+  RingHeader* ctrl_ring(int sender) const;
+  uint8_t* ring_cells(RingHeader* ring) const { return reinterpret_cast<uint8_t*>(ring) + sizeof(RingHeader); }
+  bool mapped() const { return base_ != nullptr; }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  int nranks_ = 0;
+  std::string name_;
+  bool linked_ = false;
+};
+
+// Futex helpers on a shared mapping (no FUTEX_PRIVATE_FLAG: waker and sleeper may be
+// different processes, or one process through different mappings of the same page).
+void futex_wake_all(std::atomic<uint32_t>* word);
+// Sleeps while *word == expected, at most timeout_us.
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_us);
+// Bumps a segment's futex word and wakes its owner if it sleeps.
+void notify_segment(SegmentHeader* h);
+
+}  // namespace shm
+}  // namespace collx

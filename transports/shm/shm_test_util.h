@@ -1,0 +1,197 @@
+// Test helpers for the shm transport: ranks as threads (in-memory bootstrap) or as forked
+// processes (bootstrap over a shared anonymous mapping), and small checking utilities.
+#pragma once
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transports/shm/shm_transport.h"
+
+namespace collx {
+namespace shm_test {
+
+using transport::OpDesc;
+using transport::Request;
+
+// ---- ranks as threads
+struct Board {
+  explicit Board(int size) : size(size) {}
+  const int size;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, std::vector<std::vector<uint8_t>>> blobs;
+  std::map<std::string, int> contributed;
+};
+
+class BoardBootstrap : public transport::Bootstrap {
+ public:
+  BoardBootstrap(std::shared_ptr<Board> board, int rank) : board_(std::move(board)), rank_(rank) {}
+  Status allgather(const std::string& name, const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
+                   Deadline deadline) override {
+    std::unique_lock<std::mutex> lock(board_->mu);
+    auto& slots = board_->blobs[name];
+    slots.resize(board_->size);
+    slots[rank_] = mine;
+    ++board_->contributed[name];
+    board_->cv.notify_all();
+    while (board_->contributed[name] < board_->size) {
+      if (deadline.expired()) return make_status(COLLX_ERR_TIMEOUT, "test bootstrap: '%s' timed out", name.c_str());
+      board_->cv.wait_for(lock, std::chrono::milliseconds(10));
+    }
+    *all = board_->blobs[name];
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<Board> board_;
+  int rank_;
+};
+
+// ---- ranks as processes: allgathers in call order, over a MAP_SHARED|MAP_ANONYMOUS page set
+// created before fork.
+constexpr int kProcMaxRanks = 16, kProcRounds = 8, kProcBlob = 512;
+struct ProcBoard {
+  std::atomic<int> arrived[kProcRounds];
+  uint32_t len[kProcRounds][kProcMaxRanks];
+  uint8_t data[kProcRounds][kProcMaxRanks][kProcBlob];
+};
+
+inline ProcBoard* new_proc_board() {
+  void* p = ::mmap(nullptr, sizeof(ProcBoard), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) std::abort();
+  std::memset(p, 0, sizeof(ProcBoard));
+  return static_cast<ProcBoard*>(p);
+}
+
+class ProcBootstrap : public transport::Bootstrap {
+ public:
+  ProcBootstrap(ProcBoard* board, int rank, int size) : b_(board), rank_(rank), size_(size) {}
+  Status allgather(const std::string&, const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
+                   Deadline deadline) override {
+    if (round_ >= kProcRounds || mine.size() > kProcBlob) return make_status(COLLX_ERR_INTERNAL, "proc bootstrap full");
+    int r = round_++;
+    std::memcpy(b_->data[r][rank_], mine.data(), mine.size());
+    b_->len[r][rank_] = static_cast<uint32_t>(mine.size());
+    b_->arrived[r].fetch_add(1);
+    while (b_->arrived[r].load() < size_) {
+      if (deadline.expired()) return make_status(COLLX_ERR_TIMEOUT, "proc bootstrap timed out");
+      ::usleep(500);
+    }
+    all->assign(size_, {});
+    for (int i = 0; i < size_; ++i) (*all)[i].assign(b_->data[r][i], b_->data[r][i] + b_->len[r][i]);
+    return Status::Ok();
+  }
+
+ private:
+  ProcBoard* b_;
+  int rank_, size_;
+  int round_ = 0;
+};
+
+// Runs fn(rank) in `size` forked children; returns their exit codes (-signal when killed).
+inline std::vector<int> run_processes(int size, const std::function<int(int)>& fn) {
+  std::vector<pid_t> pids;
+  std::fflush(nullptr);
+  for (int r = 0; r < size; ++r) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int code = fn(r);
+      std::fflush(nullptr);
+      ::_exit(code);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status));
+  }
+  return codes;
+}
+
+// In children: fail loudly with a line, exit code 1 (gtest assertions do not cross fork).
+#define SHM_CHECK(cond, ...)                                                    \
+  do {                                                                          \
+    if (!(cond)) {                                                              \
+      std::fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                                        \
+      std::fprintf(stderr, "\n");                                               \
+      return 1;                                                                 \
+    }                                                                           \
+  } while (0)
+
+// ---- common
+inline std::string describe_op(const OpDesc& d) {
+  static const char* kinds[] = {"send", "allreduce", "broadcast", "reduce", "allgather"};
+  const char* kind = d.kind < 5 ? kinds[d.kind] : "op";
+  return std::string(kind) + " #" + std::to_string(d.seq) + " (count " + std::to_string(d.count) + ")";
+}
+
+inline uint64_t next_comm_id() {
+  static std::atomic<uint64_t> counter{1};
+  return (static_cast<uint64_t>(::getpid()) << 32) | counter.fetch_add(1);
+}
+
+inline ShmTransportParams make_params(int rank, int size, uint64_t comm_id, transport::Bootstrap* bootstrap) {
+  ShmTransportParams p;
+  p.rank = rank;
+  p.size = size;
+  p.comm_id = comm_id;
+  p.bootstrap = bootstrap;
+  p.describe = describe_op;
+  p.deadline = Deadline::after_ms(20000);
+  return p;
+}
+
+// Deterministic content: byte i of message `seed`.
+inline uint8_t pattern(uint64_t seed, size_t i) { return static_cast<uint8_t>((i * 131u + seed * 7u + (i >> 12)) & 0xff); }
+inline void fill(std::vector<uint8_t>& v, uint64_t seed) {
+  for (size_t i = 0; i < v.size(); ++i) v[i] = pattern(seed, i);
+}
+// Index of the first wrong byte, or -1.
+inline long long first_bad(const std::vector<uint8_t>& v, uint64_t seed) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != pattern(seed, i)) return static_cast<long long>(i);
+  }
+  return -1;
+}
+
+// Entries of /dev/shm that belong to comm_id (any rank, any pid).
+inline std::vector<std::string> shm_leftovers(uint64_t comm_id) {
+  char prefix[64];
+  std::snprintf(prefix, sizeof prefix, "collx-%016llx-", static_cast<unsigned long long>(comm_id));
+  std::vector<std::string> found;
+  if (DIR* d = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(d)) {
+      if (std::strncmp(e->d_name, prefix, std::strlen(prefix)) == 0) found.push_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  return found;
+}
+
+inline Status wait_one(transport::Transport* t, Request* r, int64_t ms = 20000) {
+  Request* reqs[] = {r};
+  return t->wait_all(reqs, 1, Deadline::after_ms(ms));
+}
+
+}  // namespace shm_test
+}  // namespace collx
