@@ -34,6 +34,9 @@ enum class SettingType { kInt, kSize, kString, kBool };
   X(TCP_SOCKBUF, kSize, "4M",                                                                      \
     "Kernel send and receive buffer of each TCP socket (capped by net.core.wmem_max/rmem_max); "  \
     "0 keeps the kernel's autotuning.")                                                            \
+  X(SHM_NO_CMA, kBool, "0",                                                                        \
+    "1: the shared-memory transport never uses cross-memory attach (process_vm_readv); large "    \
+    "messages are copied through the rings instead.")                                              \
   X(UNEXPECTED_MAX, kSize, "256M",                                                                 \
     "Bytes of unexpected messages (arrived before their receive was posted) buffered per "        \
     "communicator before collx stops reading from the sender.")                                    \

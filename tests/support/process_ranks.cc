@@ -89,7 +89,7 @@ std::vector<RankResult> run_processes(int size, int timeout_ms,
 
 std::vector<RankResult> run_comm_processes(int size, int timeout_ms,
                                            const std::function<int(int, int, collx_comm_t)>& body,
-                                           int64_t comm_timeout_ms) {
+                                           int64_t comm_timeout_ms, uint32_t transports) {
   return run_processes(size, timeout_ms, [&](int rank, int world, const std::string& addr) {
     collx_config_t config;
     collx_config_init(&config, sizeof config);
@@ -97,6 +97,7 @@ std::vector<RankResult> run_comm_processes(int size, int timeout_ms,
     config.world_size = world;
     config.store_addr = addr.c_str();
     config.timeout_ms = comm_timeout_ms;
+    config.transports = transports;
     collx_comm_t comm = nullptr;
     collx_status_t rc = collx_comm_create(&config, &comm);
     if (rc != COLLX_OK) {

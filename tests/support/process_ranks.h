@@ -30,7 +30,7 @@ std::vector<RankResult> run_processes(int size, int timeout_ms,
 // Creation failures exit with 100.
 std::vector<RankResult> run_comm_processes(int size, int timeout_ms,
                                            const std::function<int(int rank, int size, collx_comm_t comm)>& body,
-                                           int64_t comm_timeout_ms = 30000);
+                                           int64_t comm_timeout_ms = 30000, uint32_t transports = 0);
 
 // Human-readable summary for assertion messages.
 std::string describe(const std::vector<RankResult>& results);

@@ -13,7 +13,7 @@ void run_threads(int size, const std::function<void(int rank)>& fn) {
   for (auto& t : threads) t.join();
 }
 
-ThreadRanks::ThreadRanks(int size, int64_t timeout_ms) : size_(size), comms_(static_cast<size_t>(size), nullptr) {
+ThreadRanks::ThreadRanks(int size, int64_t timeout_ms, uint32_t transports) : size_(size), comms_(static_cast<size_t>(size), nullptr) {
   if (collx_store_create_memory(&store_) != COLLX_OK) {
     error_ = "cannot create a memory store";
     return;
@@ -26,6 +26,7 @@ ThreadRanks::ThreadRanks(int size, int64_t timeout_ms) : size_(size), comms_(sta
     config.world_size = size;
     config.store = store_;
     config.timeout_ms = timeout_ms;
+    config.transports = transports;
     collx_comm_t comm = nullptr;
     collx_status_t rc = collx_comm_create(&config, &comm);
     std::lock_guard<std::mutex> lock(mutex);

@@ -15,7 +15,8 @@ namespace testing {
 class ThreadRanks {
  public:
   // Creates `size` communicators concurrently; on failure, ok() is false and error() says why.
-  explicit ThreadRanks(int size, int64_t timeout_ms = 60000);
+  // `transports` is a COLLX_TRANSPORT_* mask (0: the library's default).
+  explicit ThreadRanks(int size, int64_t timeout_ms = 60000, uint32_t transports = 0);
   ~ThreadRanks();
   ThreadRanks(const ThreadRanks&) = delete;
   ThreadRanks& operator=(const ThreadRanks&) = delete;

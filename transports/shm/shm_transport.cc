@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "lib/common/log.h"
+#include "lib/common/settings.h"
 #include "transports/shm/shm_engine.h"
 #include "transports/shm/shm_segment.h"
 
@@ -50,9 +51,9 @@ Status create_shm_transport(const ShmTransportParams& in, std::unique_ptr<transp
                        in.size, shm::kMaxRanks);
   }
   ShmTransportParams params = in;
-  if (const char* env = std::getenv("COLLX_SHM_NO_CMA")) {
-    if (std::strcmp(env, "0") != 0 && env[0] != '\0') params.force_ring_copy = true;
-  }
+  bool no_cma = false;
+  COLLX_RETURN_IF_ERROR(setting_bool(SettingId::SHM_NO_CMA, &no_cma));
+  if (no_cma) params.force_ring_copy = true;
   const pid_t pid = ::getpid();
   auto own = std::make_unique<shm::Segment>();
   const std::string name = shm::segment_name(params.comm_id, params.rank, pid);
