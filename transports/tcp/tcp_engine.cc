@@ -511,8 +511,12 @@ void TcpEngine::close_sockets(std::unique_lock<std::mutex>& lock, bool orderly, 
     }
     // Closing a socket that holds unread input resets the connection, and a reset throws
     // away whatever the peer's kernel has not acknowledged yet (our GOODBYE). So wait (a
-    // little) until everything is acknowledged, then drain what nobody will read.
-    Deadline drain = deadline.min(Deadline::after_ms(1000));
+    // little) until everything is acknowledged, then drain what nobody will read. Briefly:
+    // a peer that is itself closing other communicators may not acknowledge in time, and
+    // ranks closing many communicators in different orders would otherwise wait on each
+    // other in turn (8 ranks x 9 grid communicators took 40 s with a 1 s cap). The cost of
+    // giving up is only a peer reporting "died" instead of "left" if it still needed us.
+    Deadline drain = deadline.min(Deadline::after_ms(50));
     int sleep_us = 100;
     for (;;) {
       bool unacknowledged = false;

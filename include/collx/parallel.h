@@ -1,0 +1,248 @@
+/* collx parallel layer: the process grid and the flat-buffer layout planner.
+ *
+ * Include after collx/collx.h. Built only on the public C API of collx/collx.h; the same
+ * conventions hold (every function returns collx_status_t; opaque handles created by one
+ * call and released by one call; config structs start with `size_t size` and are filled
+ * by an init function first; fields are only ever appended).
+ *
+ * Error messages. The public API has no way to set a communicator's last error from
+ * outside the core, so this layer keeps its own messages:
+ *  - collx_grid_last_error(grid) for grid calls (grid == NULL: the last failed grid call
+ *    of this thread, e.g. a failed collx_grid_create);
+ *  - collx_layout_last_error(layout) for layout calls, collx_layout_verify included.
+ * When a collx call on a communicator fails inside this layer, its collx_last_error text
+ * is copied into this layer's message, and collx_last_error(comm) still holds it too.
+ *
+ * Ranks in this header are int32_t; coordinate arrays are indexed by COLLX_DIM_*.
+ */
+#ifndef COLLX_PARALLEL_H_
+#define COLLX_PARALLEL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collx/collx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------
+ * Process grid (Megatron-Core parallel_state)
+ * ------------------------------------------------------------------------------------- */
+
+/* A process grid over a world communicator: coordinates and sub-communicators. */
+typedef struct collx_grid_s* collx_grid_t;
+
+/* Axes, as a bit mask for collx_grid_comm. */
+#define COLLX_AXIS_TP 0x1u
+#define COLLX_AXIS_CP 0x2u
+#define COLLX_AXIS_EP 0x4u /* only ep = 1 is supported for now: the bit is accepted and ignored */
+#define COLLX_AXIS_DP 0x8u
+#define COLLX_AXIS_PP 0x10u
+
+/* Index of each axis in a coordinate array (int32_t coords[COLLX_GRID_NUM_DIMS]). */
+#define COLLX_DIM_TP 0
+#define COLLX_DIM_CP 1
+#define COLLX_DIM_EP 2
+#define COLLX_DIM_DP 3
+#define COLLX_DIM_PP 4
+#define COLLX_GRID_NUM_DIMS 5
+
+/* The default order: the first token varies fastest (TP innermost, as Megatron). */
+#define COLLX_GRID_DEFAULT_ORDER "tp-cp-ep-dp-pp"
+
+typedef struct collx_grid_config {
+  size_t size;       /* sizeof(collx_grid_config_t) as compiled by the caller */
+  int32_t tp;        /* tensor-parallel size, >= 1 (default 1) */
+  int32_t cp;        /* context-parallel size, >= 1 (default 1) */
+  int32_t ep;        /* expert-parallel size; only 1 is supported (default 1) */
+  int32_t dp;        /* data-parallel size, >= 1; 0 = world_size / (tp*cp*pp) (default 0) */
+  int32_t pp;        /* pipeline-parallel size, >= 1 (default 1) */
+  const char* order; /* '-'-separated permutation of "tp","cp","ep","dp","pp", first token
+                        fastest; tokens of size-1 axes may be left out (appended at the
+                        end). NULL = COLLX_GRID_DEFAULT_ORDER. At most 80 characters. */
+} collx_grid_config_t;
+
+/* Fill *config with the defaults above and config->size = size (sizeof as the caller knows
+ * it). Local; thread-safe. */
+COLLX_API collx_status_t collx_grid_config_init(collx_grid_config_t* config, size_t size);
+
+/* Build this rank's grid. Collective over `world`: every rank must call it, with the same
+ * config. The grid borrows `world` (does not own it; `world` must outlive the grid) and
+ * owns the sub-communicators it creates.
+ *
+ * Steps, identical on every rank:
+ *  1. allgather of each rank's config (sizes, order and its hash); a rank whose config
+ *     differs from rank 0's gives COLLX_ERR_INVALID_USAGE on EVERY rank, naming that rank
+ *     and both configs;
+ *  2. checks tp*cp*dp*pp == world size (dp = 0: dp is the remainder, which must be a
+ *     whole number >= 1), sizes >= 1, ep == 1 and a valid order; any failure gives
+ *     COLLX_ERR_INVALID_ARG on every rank;
+ *  3. Megatron's mixed-radix coordinates: rank = sum coord[d] * stride[d], the first
+ *     token of `order` fastest (default: rank = tp + cp*TP + dp*TP*CP + pp*TP*CP*DP);
+ *  4. one collx_comm_split of `world` per axis set, in this fixed order:
+ *     TP, CP, DP, PP, DP|CP, TP|PP, TP|CP, TP|CP|DP, TP|CP|DP|PP.
+ * A NULL argument or a too small config->size gives COLLX_ERR_INVALID_ARG on the calling
+ * rank only, before any communication (the other ranks then time out in step 1).
+ * Errors: collx_grid_last_error(NULL) on this thread. Not thread-safe with other calls on
+ * `world` (it runs collectives on it). */
+COLLX_API collx_status_t collx_grid_create(collx_comm_t world, const collx_grid_config_t* config,
+                                           collx_grid_t* grid);
+
+/* Destroy the sub-communicators and the grid (not `world`). Local. NULL is ignored. No
+ * other thread may use the grid or its sub-communicators during or after the call. */
+COLLX_API collx_status_t collx_grid_destroy(collx_grid_t grid);
+
+/* The communicator of the ranks that differ from this rank only on the axes in `axes`
+ * (COLLX_AXIS_* mask), ordered by world rank (= Megatron's group order). The handle is
+ * borrowed: owned by the grid, valid until collx_grid_destroy, never destroyed by the
+ * caller. Only the sets pre-created by collx_grid_create are available; any other set
+ * (or an empty one) gives COLLX_ERR_INVALID_ARG naming it. COLLX_AXIS_EP is ignored.
+ * Local, no communication; thread-safe (the grid is read-only after creation), but the
+ * returned communicator follows collx.h's one-thread-at-a-time rule. */
+COLLX_API collx_status_t collx_grid_comm(collx_grid_t grid, uint32_t axes, collx_comm_t* comm);
+
+/* Sizes of the axes after resolving dp = 0 (indexed by COLLX_DIM_*). Local; thread-safe. */
+COLLX_API collx_status_t collx_grid_dims(collx_grid_t grid, int32_t dims[COLLX_GRID_NUM_DIMS]);
+
+/* Coordinates of world rank `rank` (indexed by COLLX_DIM_*), and the inverse. Pure index
+ * math; local; thread-safe. COLLX_ERR_INVALID_ARG for a rank or coordinate out of range. */
+COLLX_API collx_status_t collx_grid_coords(collx_grid_t grid, int32_t rank,
+                                           int32_t coords[COLLX_GRID_NUM_DIMS]);
+COLLX_API collx_status_t collx_grid_rank_of(collx_grid_t grid,
+                                            const int32_t coords[COLLX_GRID_NUM_DIMS],
+                                            int32_t* rank);
+
+/* Message of the last failed call on `grid`, or (grid == NULL) of the last failed grid
+ * call on this thread. Valid until the next failed call on the same grid (or thread);
+ * "" when none. */
+COLLX_API const char* collx_grid_last_error(collx_grid_t grid);
+
+/* ---------------------------------------------------------------------------------------
+ * Flat-buffer layout planner (shared by the DP bucketer, ZeRO and the distributed
+ * optimizer). Pure, local and deterministic: identical inputs give identical layouts on
+ * every rank; collx_layout_verify checks that the inputs are identical.
+ *
+ * A layout places tensors in one flat buffer (in elements; tensors of different datatypes
+ * share the element index space, the caller maps it to bytes per buffer) and cuts it into
+ * buckets. All offsets and counts are in elements.
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct collx_layout_s* collx_layout_t;
+
+/* How buckets are sharded over the dp ranks. */
+typedef enum collx_partition {
+  /* Megatron distributed optimizer, DeepSpeed ZeRO-1/2: each padded bucket is cut into
+   * dp_size equal contiguous owner ranges; a tensor may straddle owners. */
+  COLLX_PART_FLAT = 0,
+  /* ZeRO-3, FSDP2: each tensor is padded to ceil(n/dp)*dp and rank r owns chunk r of it. */
+  COLLX_PART_PER_TENSOR = 1
+} collx_partition_t;
+
+/* Tensor flags: stored and hashed by the planner; the dp/zero/tp layers give them their
+ * meaning (the planner itself does not look at them). */
+#define COLLX_TENSOR_TP_SHARDED 0x1u
+#define COLLX_TENSOR_TP_REPLICATED 0x2u
+#define COLLX_TENSOR_SP_NORM 0x4u
+#define COLLX_TENSOR_SHARED 0x8u
+#define COLLX_TENSOR_EXPERT 0x10u
+#define COLLX_TENSOR_PERSISTENT 0x20u
+
+typedef struct collx_layout_config {
+  size_t size;               /* sizeof(collx_layout_config_t) as compiled by the caller */
+  int32_t dp_size;           /* number of owner ranks, >= 1 (no default: init sets 0) */
+  int32_t reverse;           /* 1 = place tensors in reverse registration order, as DDP and
+                                Megatron (the last-registered gradient is ready first);
+                                0 = registration order. Default 1. */
+  int32_t partition;         /* collx_partition_t; default COLLX_PART_FLAT */
+  size_t align_elems;        /* every tensor starts at a multiple of this buffer offset;
+                                0 or 1 = no alignment. Default 64 (Megatron). */
+  size_t bucket_elems;       /* close a bucket once it holds >= this many elements;
+                                0 = one bucket. Default 0. */
+  size_t first_bucket_elems; /* the same for bucket 0 (DDP's small first bucket);
+                                0 = bucket_elems. Default 0. */
+  size_t bucket_pad;         /* each bucket's padded size is a multiple of this; must be a
+                                multiple of dp_size for FLAT; 0 = lcm(dp_size, 128).
+                                Default 0. */
+} collx_layout_config_t;
+
+/* Fill *config with the defaults above and config->size = size. Local; thread-safe. */
+COLLX_API collx_status_t collx_layout_config_init(collx_layout_config_t* config, size_t size);
+
+/* A new, empty layout; the config is copied. COLLX_ERR_INVALID_ARG for dp_size < 1, an
+ * unknown partition, or a FLAT bucket_pad that is not a multiple of dp_size (message in
+ * collx_layout_last_error(NULL) on this thread, since no layout exists). Local. */
+COLLX_API collx_status_t collx_layout_create(const collx_layout_config_t* config,
+                                             collx_layout_t* layout);
+/* Release the layout. Local; NULL is ignored. */
+COLLX_API collx_status_t collx_layout_destroy(collx_layout_t layout);
+
+/* Register a tensor of `numel` elements (0 allowed). Ids are the caller's (unique in the
+ * layout; duplicate: COLLX_ERR_INVALID_ARG). After finalize: COLLX_ERR_INVALID_USAGE.
+ * Local. Building (add, finalize) must be done by one thread at a time. */
+COLLX_API collx_status_t collx_layout_add(collx_layout_t layout, uint64_t tensor_id, size_t numel,
+                                          collx_datatype_t datatype, uint32_t flags);
+
+/* Compute the layout: offsets in (reverse) registration order aligned to align_elems,
+ * buckets cut after the tensor that makes a bucket reach its limit, bucket ends padded to
+ * bucket_pad, owner ranges. A second call: COLLX_ERR_INVALID_USAGE. Local. After it the
+ * layout is read-only and the queries below may run on any thread. */
+COLLX_API collx_status_t collx_layout_finalize(collx_layout_t layout);
+
+/* Queries: COLLX_ERR_INVALID_USAGE before finalize; COLLX_ERR_INVALID_ARG for an unknown
+ * id, bucket or rank. Output pointers may be NULL when not wanted. Local; thread-safe. */
+
+/* Where the tensor lives in the buffer: [offset, offset + numel) (numel unpadded). */
+COLLX_API collx_status_t collx_layout_tensor(collx_layout_t layout, uint64_t tensor_id,
+                                             size_t* offset, size_t* numel);
+/* The bucket holding the tensor, and the space it takes in the buffer: numel for FLAT,
+ * ceil(numel/dp)*dp for PER_TENSOR. */
+COLLX_API collx_status_t collx_layout_tensor_bucket(collx_layout_t layout, uint64_t tensor_id,
+                                                    size_t* bucket, size_t* padded_numel);
+/* Total buffer size (sum of the padded buckets) in elements. */
+COLLX_API collx_status_t collx_layout_total(collx_layout_t layout, size_t* total_elems);
+COLLX_API collx_status_t collx_layout_num_buckets(collx_layout_t layout, size_t* num_buckets);
+/* Bucket b occupies [start, start + padded_numel); its data (tensors and their alignment
+ * gaps) end at start + numel; the rest is padding (zero it; exclude it from norms). */
+COLLX_API collx_status_t collx_layout_bucket(collx_layout_t layout, size_t bucket, size_t* start,
+                                             size_t* padded_numel, size_t* numel);
+/* FLAT: the owner range of `rank` in bucket b, [start, start + count) with
+ * count = padded_numel / dp_size and start = bucket start + rank * count.
+ * PER_TENSOR: COLLX_ERR_INVALID_USAGE (a rank's share is not contiguous; use
+ * collx_layout_tensor_shard). */
+COLLX_API collx_status_t collx_layout_owned(collx_layout_t layout, size_t bucket, int32_t rank,
+                                            size_t* start, size_t* count);
+/* The part of the tensor that `rank` owns: elements [tensor_offset, tensor_offset + count)
+ * of the tensor, at buffer offset buffer_offset. FLAT: the intersection of the tensor with
+ * the rank's owner range. PER_TENSOR: chunk `rank` of the padded tensor, clipped to the
+ * tensor (buffer_offset = offset + rank * chunk). count may be 0 (then tensor_offset and
+ * buffer_offset are still within or at the end of the tensor). Summed over ranks, count
+ * equals the tensor's numel. */
+COLLX_API collx_status_t collx_layout_tensor_shard(collx_layout_t layout, uint64_t tensor_id,
+                                                   int32_t rank, size_t* tensor_offset,
+                                                   size_t* buffer_offset, size_t* count);
+
+/* 64-bit FNV-1a hash of the config and of (id, numel, datatype, flags) of every tensor in
+ * registration order. Works before or after finalize. Local; thread-safe after finalize. */
+COLLX_API collx_status_t collx_layout_fingerprint(collx_layout_t layout, uint64_t* fingerprint);
+
+/* Check that every rank of `comm` built the same layout inputs. Collective over `comm`
+ * (allgather of fingerprints; on a difference, allgathers of the configs and tensor
+ * records, so every rank computes the same message). Works before or after finalize.
+ * On a difference every rank returns COLLX_ERR_MISMATCH with a message naming the first
+ * differing config field or tensor, e.g. "rank 2 registered tensor 7 with numel 1000 but
+ * rank 0 with numel 1024" (collx_layout_last_error). A failure of the communicator
+ * returns its status, with collx_last_error(comm) copied into the layout's message. */
+COLLX_API collx_status_t collx_layout_verify(collx_layout_t layout, collx_comm_t comm);
+
+/* Message of the last failed call on `layout` ("" when none; NULL layout: the last failed
+ * collx_layout_create on this thread). Valid until the next failed call on the same layout;
+ * when several threads query one layout at once, the message may be any thread's. */
+COLLX_API const char* collx_layout_last_error(collx_layout_t layout);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* COLLX_PARALLEL_H_ */

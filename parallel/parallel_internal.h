@@ -1,0 +1,119 @@
+// Internals of the parallel layer (grid and layout). Uses only the public C API.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "collx/collx.h"
+#include "collx/parallel.h"
+
+namespace collx {
+namespace parallel {
+
+// 64-bit FNV-1a, fed field by field (little-endian bytes of fixed-width integers).
+class Fnv64 {
+ public:
+  void bytes(const void* p, size_t n) {
+    const unsigned char* c = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      h_ ^= c[i];
+      h_ *= 1099511628211ull;
+    }
+  }
+  void u64(uint64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
+    bytes(b, 8);
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 1469598103934665603ull;
+};
+
+// Thread-local message of the last failed handle-less call (grid create, layout create).
+std::string& thread_grid_error();
+std::string& thread_layout_error();
+// Stores msg as the layout's last error (when layout is not NULL) and returns st.
+collx_status_t layout_fail(collx_layout_t layout, collx_status_t st, const std::string& msg);
+
+// A message guarded by a mutex (handles queried from several threads).
+class ErrorSlot {
+ public:
+  void set(const std::string& m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    msg_ = m;
+  }
+  const char* get() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return msg_.c_str();
+  }
+
+ private:
+  std::mutex mu_;
+  std::string msg_;
+};
+
+// Runs fn() at the C boundary: exceptions become status codes with a message via on_error.
+template <typename Fn, typename OnError>
+collx_status_t guarded(Fn&& fn, OnError&& on_error) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    on_error(std::string("out of memory"));
+    return COLLX_ERR_NO_MEMORY;
+  } catch (const std::exception& e) {
+    on_error(std::string("internal error: ") + e.what());
+    return COLLX_ERR_INTERNAL;
+  } catch (...) {
+    on_error(std::string("internal error: unknown exception"));
+    return COLLX_ERR_INTERNAL;
+  }
+}
+
+}  // namespace parallel
+}  // namespace collx
+
+struct collx_grid_s {
+  collx_comm_t world = nullptr;
+  int32_t world_size = 0;
+  int32_t rank = 0;
+  int32_t dims[COLLX_GRID_NUM_DIMS] = {1, 1, 1, 1, 1};
+  int32_t stride[COLLX_GRID_NUM_DIMS] = {1, 1, 1, 1, 1};
+  std::string order;                                   // canonical, all five tokens
+  std::vector<std::pair<uint32_t, collx_comm_t>> comms;  // (axes, comm) in creation order
+  collx::parallel::ErrorSlot error;
+};
+
+struct collx_layout_s {
+  struct Tensor {
+    uint64_t id = 0;
+    size_t numel = 0;
+    int32_t dtype = 0;
+    uint32_t flags = 0;
+    // Computed by finalize.
+    size_t offset = 0;
+    size_t padded = 0;  // space taken in the buffer (numel, or ceil(numel/dp)*dp)
+    size_t bucket = 0;
+  };
+  struct Bucket {
+    size_t start = 0;
+    size_t numel = 0;
+    size_t padded = 0;
+  };
+  collx_layout_config_t config{};
+  size_t align = 1;  // effective alignment (>= 1)
+  size_t pad = 1;    // effective bucket pad (>= 1)
+  bool finalized = false;
+  std::vector<Tensor> tensors;  // registration order
+  std::unordered_map<uint64_t, size_t> index;  // id -> position in tensors
+  std::vector<Bucket> buckets;
+  size_t total = 0;
+  collx::parallel::ErrorSlot error;
+};
