@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "lib/common/log.h"
+#include "transports/transport_checks.h"
 #include "transports/shm/shm_cma.h"
 #include "transports/shm/shm_engine.h"
 
@@ -21,13 +22,6 @@ namespace {
 constexpr int kCellsPerRound = 64;
 constexpr int64_t kLivenessPeriodUs = 100 * 1000;
 
-std::string tag_text(uint64_t tag) {
-  if (transport::is_coll_tag(tag)) {
-    return string_printf("collective #%" PRIu64 " step %" PRIu64, transport::coll_tag_seq(tag),
-                         tag & (transport::kCollMaxSteps - 1));
-  }
-  return string_printf("tag %" PRIu64, tag);
-}
 
 CellHeader make_header(CellType type, uint64_t tag, uint64_t msg_id, uint64_t msg_bytes, uint64_t offset,
                        uint32_t payload_bytes, const OpDesc& desc) {
@@ -529,36 +523,16 @@ void ShmEngine::wake_peers() {
 
 // ---- matching checks
 
-std::string ShmEngine::describe(const OpDesc& d) const {
-  if (describe_fn_) return describe_fn_(d);
-  return string_printf("op{kind %u, datatype %u, op %u, algorithm %u, root %d, count %" PRIu64 ", seq %" PRIu64 "}",
-                       d.kind, d.datatype, d.op, d.algorithm, d.root, d.count, d.seq);
-}
+std::string ShmEngine::describe(const OpDesc& d) const { return transport::describe_desc(describe_fn_, d); }
 
 Status ShmEngine::check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent_desc, size_t recv_bytes,
                               const OpDesc& recv_desc) const {
-  if (sent_bytes == recv_bytes && sent_desc == recv_desc) return Status::Ok();
-  return make_status(COLLX_ERR_MISMATCH,
-                     "rank %d posted %s [receiving %zu bytes from rank %d] but rank %d sent %s [%" PRIu64
-                     " bytes] (%s)",
-                     rank_, describe(recv_desc).c_str(), recv_bytes, peer, peer, describe(sent_desc).c_str(),
-                     sent_bytes, tag_text(tag).c_str());
+  return transport::check_message_matches(describe_fn_, rank_, peer, tag, sent_bytes, sent_desc, recv_bytes,
+                                          recv_desc);
 }
 
 Status ShmEngine::check_active_op(int peer, uint64_t tag, const OpDesc& desc) const {
-  if (!active_ || !transport::is_coll_tag(tag)) return Status::Ok();
-  const OpDesc& active = *active_;
-  if (desc.seq == active.seq && desc != active) {
-    return make_status(COLLX_ERR_MISMATCH, "rank %d is running %s but rank %d sent %s (%s)", rank_,
-                       describe(active).c_str(), peer, describe(desc).c_str(), tag_text(tag).c_str());
-  }
-  if (desc.seq < active.seq) {
-    return make_status(COLLX_ERR_MISMATCH,
-                       "rank %d is running %s but rank %d sent a message of an earlier collective, %s (%s), that "
-                       "no receive consumed: the ranks called different collectives",
-                       rank_, describe(active).c_str(), peer, describe(desc).c_str(), tag_text(tag).c_str());
-  }
-  return Status::Ok();
+  return transport::check_against_active(describe_fn_, rank_, active_ ? &*active_ : nullptr, peer, tag, desc);
 }
 
 }  // namespace shm

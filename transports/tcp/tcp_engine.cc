@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "lib/common/log.h"
+#include "transports/transport_checks.h"
 
 namespace collx {
 namespace tcp {
@@ -115,25 +116,12 @@ Status TcpEngine::usable_locked() {
 }
 
 Status TcpEngine::check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
-  if (req == nullptr) return make_status(COLLX_ERR_INVALID_ARG, "request is null");
-  if (!req->done()) return make_status(COLLX_ERR_INVALID_USAGE, "request is still pending");
-  if (peer < 0 || peer >= size_) {
-    return make_status(COLLX_ERR_INVALID_ARG, "peer %d out of range (communicator of %d ranks)", peer, size_);
-  }
-  if (buf == nullptr && bytes > 0) return make_status(COLLX_ERR_INVALID_ARG, "null buffer for %zu bytes", bytes);
-  if (bytes > kMaxMessageBytes) return make_status(COLLX_ERR_INVALID_ARG, "message of %zu bytes exceeds 1 TiB", bytes);
-  return Status::Ok();
+  return transport::check_post_args(req, peer, size_, buf, bytes);
 }
 
 static void fill_request(Request* req, bool is_send, int peer, uint64_t tag, const void* buf, size_t bytes,
                          const OpDesc& desc) {
-  req->reset_for_post();
-  req->peer = peer;
-  req->tag = tag;
-  req->is_send = is_send;
-  req->buffer = const_cast<void*>(buf);
-  req->bytes = bytes;
-  req->desc = desc;
+  transport::fill_posted_request(req, is_send, peer, tag, buf, bytes, desc);
 }
 
 Status TcpEngine::post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
