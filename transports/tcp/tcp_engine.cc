@@ -520,11 +520,14 @@ void TcpEngine::close_sockets(std::unique_lock<std::mutex>& lock, bool orderly, 
       lock.lock();
       sleep_us = std::min(sleep_us * 2, 20000);
     }
-    uint8_t sink[4096];
-    for (Peer& p : peers_) {
-      for (auto& s : p.sockets) {
-        for (int i = 0; i < 256 && ::recv(s->fd.get(), sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
-        }
+  }
+  // Also after a failure: unread input at close() makes the kernel send a reset, and a reset
+  // can destroy the POISON frame this rank just sent, so a peer would blame this rank for a
+  // failure it only passed on. Drain what is there now.
+  uint8_t sink[4096];
+  for (Peer& p : peers_) {
+    for (auto& s : p.sockets) {
+      for (int i = 0; i < 256 && ::recv(s->fd.get(), sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
       }
     }
   }

@@ -231,6 +231,7 @@ class TcpEngine final : public TcpTransport {
   Status check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent_desc, size_t recv_bytes,
                      const OpDesc& recv_desc) const;
   Status check_active_op(int peer, uint64_t tag, const OpDesc& desc) const;
+  std::string other_lost_peers(int reported) const;
   InMsg* new_message(Peer& p, uint64_t msg_id, uint64_t tag, uint64_t bytes, const OpDesc& desc, Request* recv);
 
   // ---- tcp_send.cc

@@ -2,6 +2,7 @@
 // with it), epoll registration, late connections to the listen port, and what happens when
 // a peer leaves, dies or misbehaves (departure, poison).
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -259,6 +260,26 @@ void TcpEngine::expire_strays() {
 
 // ---- failures -------------------------------------------------------------------------------
 
+// Other peers whose connections have ended too, as " (also lost: rank 3, rank 5)". When a rank
+// dies, the survivors that notice first fail and leave, and a slower survivor may see one of
+// them leave before it reads the dead rank's end of stream; naming every connection already
+// gone keeps the rank that really died in the report.
+std::string TcpEngine::other_lost_peers(int reported) const {
+  std::string lost;
+  for (const Peer& p : peers_) {
+    if (p.rank == reported || p.rank == rank_ || p.departed) continue;
+    for (const auto& s : p.sockets) {
+      if (!s->fd.valid()) continue;
+      pollfd fd{s->fd.get(), POLLRDHUP, 0};
+      if (::poll(&fd, 1, 0) == 1 && (fd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        lost += (lost.empty() ? " (also lost: rank " : ", rank ") + std::to_string(p.rank);
+        break;
+      }
+    }
+  }
+  return lost.empty() ? lost : lost + ")";
+}
+
 // The read side of `s` ended (error 0: end of stream). After GOODBYE that is orderly;
 // otherwise the peer died or aborted.
 void TcpEngine::on_stream_end(Socket& s, int error) {
@@ -285,8 +306,8 @@ void TcpEngine::on_stream_end(Socket& s, int error) {
   }
   std::string reason = error != 0 ? errno_string(error)
                                   : (mid_frame ? "connection closed in the middle of a frame" : "connection closed");
-  poison_locked(make_status(COLLX_ERR_REMOTE, "lost connection to rank %d (%s): %s; rank %d died or aborted", p.rank,
-                            p.address.c_str(), reason.c_str(), p.rank),
+  poison_locked(make_status(COLLX_ERR_REMOTE, "lost connection to rank %d (%s): %s; rank %d died or aborted%s", p.rank,
+                            p.address.c_str(), reason.c_str(), p.rank, other_lost_peers(p.rank).c_str()),
                 false);
 }
 
