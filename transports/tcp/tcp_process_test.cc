@@ -164,12 +164,16 @@ TEST(TcpProcess, SetupErrorsNamePeerAndAddress) {
     EXPECT_EQ(s.code(), COLLX_ERR_TIMEOUT) << s.message();
     EXPECT_NE(s.message().find("from rank 1 (2 of 2 sockets"), std::string::npos) << s.message();
   }
-  // Nothing listens: refused (after a short retry), naming rank and address.
-  uint16_t port = mute_address.port();
+  // Nothing listens: refused (after a short retry), naming rank and address. The port stays
+  // bound (without listen) for the whole check, so no concurrent test can take it over.
   mute.reset();
   {
-    tcp::SocketAddress closed = mute_address;
-    closed.set_port(port);
+    tcp::Fd bound_only(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_TRUE(bound_only.valid());
+    tcp::SocketAddress closed = local;
+    ASSERT_EQ(::bind(bound_only.get(), closed.sa(), closed.length), 0);
+    closed.length = sizeof closed.storage;
+    ASSERT_EQ(::getsockname(bound_only.get(), closed.sa(), &closed.length), 0);
     FixedBootstrap bootstrap(1, {closed.to_string(), ""});
     TcpTransportParams params;
     params.rank = 1;
