@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/board_bootstrap.h"
 #include "transports/shm/shm_transport.h"
 
 namespace collx {
@@ -30,39 +31,8 @@ namespace shm_test {
 using transport::OpDesc;
 using transport::Request;
 
-// ---- ranks as threads
-struct Board {
-  explicit Board(int size) : size(size) {}
-  const int size;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<std::string, std::vector<std::vector<uint8_t>>> blobs;
-  std::map<std::string, int> contributed;
-};
-
-class BoardBootstrap : public transport::Bootstrap {
- public:
-  BoardBootstrap(std::shared_ptr<Board> board, int rank) : board_(std::move(board)), rank_(rank) {}
-  Status allgather(const std::string& name, const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
-                   Deadline deadline) override {
-    std::unique_lock<std::mutex> lock(board_->mu);
-    auto& slots = board_->blobs[name];
-    slots.resize(board_->size);
-    slots[rank_] = mine;
-    ++board_->contributed[name];
-    board_->cv.notify_all();
-    while (board_->contributed[name] < board_->size) {
-      if (deadline.expired()) return make_status(COLLX_ERR_TIMEOUT, "test bootstrap: '%s' timed out", name.c_str());
-      board_->cv.wait_for(lock, std::chrono::milliseconds(10));
-    }
-    *all = board_->blobs[name];
-    return Status::Ok();
-  }
-
- private:
-  std::shared_ptr<Board> board_;
-  int rank_;
-};
+using testing::Board;
+using testing::BoardBootstrap;
 
 // ---- ranks as processes: allgathers in call order, over a MAP_SHARED|MAP_ANONYMOUS page set
 // created before fork.

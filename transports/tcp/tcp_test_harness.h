@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "tests/support/board_bootstrap.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace collx {
@@ -26,39 +27,8 @@ namespace tcp_test {
 using transport::OpDesc;
 using transport::Request;
 
-// What every rank of one in-process job shares.
-struct Board {
-  explicit Board(int size) : size(size) {}
-  const int size;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<std::string, std::vector<std::vector<uint8_t>>> blobs;
-  std::map<std::string, int> contributed;
-};
-
-class BoardBootstrap : public transport::Bootstrap {
- public:
-  BoardBootstrap(std::shared_ptr<Board> board, int rank) : board_(std::move(board)), rank_(rank) {}
-  Status allgather(const std::string& name, const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
-                   Deadline deadline) override {
-    std::unique_lock<std::mutex> lock(board_->mu);
-    auto& slots = board_->blobs[name];
-    slots.resize(board_->size);
-    slots[rank_] = mine;
-    ++board_->contributed[name];
-    board_->cv.notify_all();
-    while (board_->contributed[name] < board_->size) {
-      if (deadline.expired()) return make_status(COLLX_ERR_TIMEOUT, "test bootstrap: allgather '%s' timed out", name.c_str());
-      board_->cv.wait_for(lock, std::chrono::milliseconds(10));
-    }
-    *all = board_->blobs[name];
-    return Status::Ok();
-  }
-
- private:
-  std::shared_ptr<Board> board_;
-  int rank_;
-};
+using testing::Board;
+using testing::BoardBootstrap;
 
 // Renders descriptors like the core does, so tests can look for both sides in messages.
 inline std::string describe_op(const OpDesc& d) {
