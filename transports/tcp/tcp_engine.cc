@@ -283,6 +283,7 @@ Status TcpEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline
       engine->cv_.notify_all();
     }
   } release{this, &driver};
+  bool polled = false;
 
   for (;;) {
     if (aborted_.load(std::memory_order_acquire)) {
@@ -302,11 +303,14 @@ Status TcpEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline
     if (all_done) return Status::Ok();
     if (!poison_.ok()) return poison_;
     if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the TCP transport is closed", rank_);
-    if (deadline.expired()) {
+    // An already-expired deadline (a test() style poll) still gets one non-blocking pass
+    // when nobody else drives, so polling alone makes progress.
+    if (deadline.expired() && (polled || (driving_ && !driver))) {
       auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
       return timeout_status(reqs, count, waited.count());
     }
     if (driver || !driving_) {
+      polled = true;
       driving_ = true;
       driver = true;
       uint64_t before = completions_;
