@@ -56,21 +56,17 @@ Status allreduce_recursive_doubling(const Context& ctx, const CollArgs& args) {
   char* acc = recvbuf;
   char* other = scratch;
 
-  int new_rank;
+  const int new_rank = fold_new_rank(rank, rem);
   if (rank < 2 * rem) {
-    if (rank % 2 == 0) {
+    if (new_rank < 0) {
       COLLX_RETURN_IF_ERROR(requests.post_send(1, rank + 1, kFoldStep, acc, bytes));
       COLLX_RETURN_IF_ERROR(requests.wait_all());
-      new_rank = -1;
     } else {
       COLLX_RETURN_IF_ERROR(requests.post_recv(0, rank - 1, kFoldStep, other, bytes));
       COLLX_RETURN_IF_ERROR(requests.wait_all());
       reducer.reduce(other, acc, args.count);  // rank-1's vector on the left
       std::swap(acc, other);
-      new_rank = rank / 2;
     }
-  } else {
-    new_rank = rank - rem;
   }
 
   uint64_t step = kFirstRoundStep;
@@ -90,7 +86,7 @@ Status allreduce_recursive_doubling(const Context& ctx, const CollArgs& args) {
   }
 
   if (rank < 2 * rem) {
-    if (rank % 2 == 0) {
+    if (new_rank < 0) {
       COLLX_RETURN_IF_ERROR(requests.post_recv(0, rank + 1, step, recvbuf, bytes));
     } else {
       COLLX_RETURN_IF_ERROR(requests.post_send(1, rank - 1, step, acc, bytes));

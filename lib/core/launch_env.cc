@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "lib/common/settings.h"
+#include "lib/common/strings.h"
 
 namespace collx {
 
@@ -105,24 +106,16 @@ Status read_user_config(const collx_config_t* user, collx_config_t* out) {
 
 Status parse_transport_list(const std::string& list, uint32_t* mask) {
   uint32_t result = 0;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& name : split_trimmed(list, ',')) {
     std::string lower;
-    for (char c : name) {
-      if (!std::isspace(static_cast<unsigned char>(c))) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
+    for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower == "tcp") result |= COLLX_TRANSPORT_TCP;
     else if (lower == "shm") result |= COLLX_TRANSPORT_SHM;
     else if (lower == "ucx") result |= COLLX_TRANSPORT_UCX;
     else if (lower == "nccl") result |= COLLX_TRANSPORT_NCCL;
     else if (!lower.empty()) {
-      return make_status(COLLX_ERR_INVALID_ARG, "unknown transport '%s' (known: tcp, shm, ucx, nccl)",
-                         name.c_str());
+      return make_status(COLLX_ERR_INVALID_ARG, "unknown transport '%s' (known: tcp, shm, ucx, nccl)", name.c_str());
     }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   *mask = result;
   return Status::Ok();

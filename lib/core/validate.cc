@@ -33,8 +33,7 @@ bool total_bytes(size_t count, size_t multiplier, size_t element, size_t* out) {
 }  // namespace
 
 Status Communicator::validate(const CollCall& c) const {
-  const char* name = (c.coll == COLLX_COLL_SEND || c.coll == COLLX_COLL_RECV) ? coll_name(c.coll)
-                                                                                : coll_name(c.coll);
+  const char* name = coll_name(c.coll);
   const bool has_data = c.coll != COLLX_COLL_BARRIER;
   const bool reduces = c.coll == COLLX_COLL_ALLREDUCE || c.coll == COLLX_COLL_REDUCE_SCATTER ||
                        c.coll == COLLX_COLL_REDUCE;

@@ -105,11 +105,6 @@ Status ShmEngine::check_args(const Request* req, int peer, const void* buf, size
   return transport::check_post_args(req, peer, size_, buf, bytes);
 }
 
-static void fill_request(Request* req, bool is_send, int peer, uint64_t tag, const void* buf, size_t bytes,
-                         const OpDesc& desc) {
-  transport::fill_posted_request(req, is_send, peer, tag, buf, bytes, desc);
-}
-
 Status ShmEngine::post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
   COLLX_RETURN_IF_ERROR(check_args(req, peer, buf, bytes));
   std::lock_guard<std::mutex> lock(mu_);
@@ -118,7 +113,7 @@ Status ShmEngine::post_send(Request* req, int peer, uint64_t tag, const void* bu
   if (peer == rank_) return post_send_self(req, tag, buf, bytes, desc);
   Peer& p = *peers_[peer];
   if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
-  fill_request(req, true, peer, tag, buf, bytes, desc);
+  transport::fill_posted_request(req, true, peer, tag, buf, bytes, desc);
   auto* op = new SendOp;
   op->req = req;
   op->peer = peer;
@@ -165,7 +160,7 @@ Status ShmEngine::post_send_self(Request* req, uint64_t tag, const void* buf, si
     p.unexpected[tag].push_back(m.get());
     p.live[m->msg_id] = std::move(m);
   }
-  fill_request(req, true, rank_, tag, buf, bytes, desc);
+  transport::fill_posted_request(req, true, rank_, tag, buf, bytes, desc);
   req->complete_ok();
   return Status::Ok();
 }
@@ -186,7 +181,7 @@ Status ShmEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, siz
     }
     unexpected->second.pop_front();
     if (unexpected->second.empty()) p.unexpected.erase(unexpected);
-    fill_request(req, false, peer, tag, buf, bytes, desc);
+    transport::fill_posted_request(req, false, peer, tag, buf, bytes, desc);
     m->recv = req;
     req->transport_private = m;
     if (m->complete) {
@@ -198,7 +193,7 @@ Status ShmEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, siz
     return Status::Ok();
   }
   if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
-  fill_request(req, false, peer, tag, buf, bytes, desc);
+  transport::fill_posted_request(req, false, peer, tag, buf, bytes, desc);
   p.posted[tag].push_back(req);
   // An announcement waiting for budget may be this receive's message: wake the driver.
   if (p.paused_budget) notify_segment(own_header_);

@@ -119,11 +119,6 @@ Status TcpEngine::check_args(const Request* req, int peer, const void* buf, size
   return transport::check_post_args(req, peer, size_, buf, bytes);
 }
 
-static void fill_request(Request* req, bool is_send, int peer, uint64_t tag, const void* buf, size_t bytes,
-                         const OpDesc& desc) {
-  transport::fill_posted_request(req, is_send, peer, tag, buf, bytes, desc);
-}
-
 Status TcpEngine::post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
   COLLX_RETURN_IF_ERROR(check_args(req, peer, buf, bytes));
   std::lock_guard<std::mutex> lock(mu_);
@@ -133,7 +128,7 @@ Status TcpEngine::post_send(Request* req, int peer, uint64_t tag, const void* bu
   Peer& p = peers_[peer];
   if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
 
-  fill_request(req, true, peer, tag, buf, bytes, desc);
+  transport::fill_posted_request(req, true, peer, tag, buf, bytes, desc);
   const std::vector<Fragment> plan = plan_fragments(bytes, nsocks_, stripe_min_bytes_);
   auto* op = new SendOp;
   op->req = req;
@@ -200,7 +195,7 @@ Status TcpEngine::post_send_self(Request* req, uint64_t tag, const void* buf, si
     m->received = m->claimed = bytes;
     m->complete = true;
   }
-  fill_request(req, true, rank_, tag, buf, bytes, desc);
+  transport::fill_posted_request(req, true, rank_, tag, buf, bytes, desc);
   req->complete_ok();
   return Status::Ok();
 }
@@ -222,7 +217,7 @@ Status TcpEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, siz
     }
     unexpected->second.pop_front();
     if (unexpected->second.empty()) p.unexpected.erase(unexpected);
-    fill_request(req, false, peer, tag, buf, bytes, desc);
+    transport::fill_posted_request(req, false, peer, tag, buf, bytes, desc);
     if (m->complete) {
       if (bytes > 0) std::memcpy(buf, m->staging.get(), bytes);
       release_staging(m);
@@ -236,7 +231,7 @@ Status TcpEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, siz
     return Status::Ok();
   }
   if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
-  fill_request(req, false, peer, tag, buf, bytes, desc);
+  transport::fill_posted_request(req, false, peer, tag, buf, bytes, desc);
   p.posted[tag].push_back(req);
   // An announcement waiting for budget may be this receive's message.
   if (!p.sockets.empty() && p.sockets[0]->rx == RxState::kWaitBudget) schedule_read(*p.sockets[0]);
