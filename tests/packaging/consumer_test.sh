@@ -62,6 +62,9 @@ run_two_ranks "$tmp/cmake-build/consumer" || failed=1
 run_two_ranks "$tmp/cmake-build/consumer_static" || failed=1
 run_two_ranks "$tmp/consumer_pc" || failed=1
 # The shared builds must really have loaded the installed library, not a build-tree copy.
-LD_LIBRARY_PATH="$prefix/$libdir" ldd "$tmp/consumer_pc" | grep -q "$prefix/$libdir/libcollx.so" \
-  || { echo "FAIL: consumer_pc does not resolve libcollx.so from $prefix" >&2; failed=1; }
+# Capture first: `ldd | grep -q` under pipefail fails at random when grep exits early and
+# ldd dies of SIGPIPE.
+resolved=$(LD_LIBRARY_PATH="$prefix/$libdir" ldd "$tmp/consumer_pc")
+grep -q "$prefix/$libdir/libcollx.so" <<<"$resolved" \
+  || { echo "FAIL: consumer_pc does not resolve libcollx.so from $prefix: $resolved" >&2; failed=1; }
 exit $failed
