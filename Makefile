@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 NP ?= 4
 BENCH_ARGS ?= -b 8 -e 64M -f 4
 
-.PHONY: all deps configure build bench test test-asan test-tsan clean
+.PHONY: all deps configure build bench test test-asan test-tsan fuzz clean
 
 all: build
 
@@ -31,14 +31,22 @@ test: build
 test-asan: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLX_SANITIZE=address,undefined
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	cd build-asan && HWLOC_COMPONENTS=-pci ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ctest --output-on-failure --timeout 2400 -j 2 -LE "packaging|python"
 
 test-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLX_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	cd build-tsan && UCX_MEM_EVENTS=no UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none HWLOC_COMPONENTS=-pci \
+	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --output-on-failure --timeout 2400 -j 2 -LE "packaging|python"
+
+# The libFuzzer targets (fuzz/, docs/security.md), built with clang in build-fuzz-clang and run
+# FUZZ_RUNS times each from fuzz/corpus/; needs clang (apt-get install -y clang).
+FUZZ_TARGET ?= all
+FUZZ_RUNS ?= 1000000
+fuzz: deps
+	./fuzz/run.sh $(FUZZ_TARGET) $(FUZZ_RUNS)
 
 clean:
 	rm -rf $(BUILD_DIR) build-asan build-tsan

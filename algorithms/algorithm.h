@@ -32,6 +32,10 @@ struct Context {
   int size = 1;
   size_t chunk_bytes = 512 * 1024;  // pipeline chunk (COLLX_CHUNK_SIZE)
   ScratchPool* scratch = nullptr;   // reusable temporary buffers of the communicator
+  // When set, `rank` is a position in a reordered ring (ranks grouped by host, so a ring
+  // crosses each host boundary once) and rank_at[v] is the transport rank at position v.
+  // Only for collectives whose result does not depend on rank order (all-reduce, barrier).
+  const int* rank_at = nullptr;
 };
 
 struct CollArgs {
@@ -50,6 +54,9 @@ Status allreduce_recursive_doubling(const Context& ctx, const CollArgs& args);
 // Rabenseifner: recursive-halving reduce-scatter then recursive-doubling all-gather
 // (2 log2 p steps instead of ring's 2(p-1)); non-powers of two fold the extra ranks first.
 Status allreduce_rabenseifner(const Context& ctx, const CollArgs& args);
+// Double binary tree (NCCL's): each half of the vector reduced up and broadcast down one of
+// two binary trees in which no rank is interior twice, pipelined in chunks.
+Status allreduce_double_tree(const Context& ctx, const CollArgs& args);
 Status reduce_scatter_ring(const Context& ctx, const CollArgs& args);
 Status allgather_ring(const Context& ctx, const CollArgs& args);
 Status broadcast_binomial(const Context& ctx, const CollArgs& args);

@@ -8,6 +8,7 @@ namespace algo {
 
 RequestSet::RequestSet(const Context& ctx, const CollArgs& args, size_t capacity)
     : transport_(ctx.transport),
+      rank_at_(ctx.rank_at),
       desc_(args.desc),
       deadline_(args.deadline),
       capacity_(capacity),
@@ -31,12 +32,14 @@ static Status check_step(uint64_t step) {
 
 Status RequestSet::post_send(size_t index, int peer, uint64_t step, const void* buf, size_t bytes) {
   COLLX_RETURN_IF_ERROR(check_step(step));
+  if (rank_at_) peer = rank_at_[peer];
   return transport_->post_send(&requests_[index], peer, transport::coll_tag(desc_.seq, step), buf,
                                bytes, desc_);
 }
 
 Status RequestSet::post_recv(size_t index, int peer, uint64_t step, void* buf, size_t bytes) {
   COLLX_RETURN_IF_ERROR(check_step(step));
+  if (rank_at_) peer = rank_at_[peer];
   return transport_->post_recv(&requests_[index], peer, transport::coll_tag(desc_.seq, step), buf,
                                bytes, desc_);
 }

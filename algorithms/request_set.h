@@ -41,6 +41,7 @@ class RequestSet {
 
  private:
   transport::Transport* transport_;
+  const int* rank_at_;  // Context::rank_at: positions to transport ranks (nullptr: same)
   transport::OpDesc desc_;
   Deadline deadline_;
   size_t capacity_;

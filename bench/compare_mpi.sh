@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs collx-bench and the Open MPI baseline (collx-mpi-bench) on the same sizes and prints,
 # per size, collx busbw, MPI busbw and the ratio collx/MPI (out-of-place and in-place).
-# Open MPI is forced onto TCP by default (btl tcp,self, pml ob1), like collx's transport;
-# --mpi-shm leaves Open MPI on its defaults (shared memory between local ranks).
+# Both run on their defaults for local ranks (collx: shared memory; Open MPI: its sm/vader
+# BTL); --tcp puts both on TCP instead (collx -t tcp; Open MPI btl tcp,self, pml ob1).
+# The same run also measures the memory-bandwidth bound (float32 a += b over 64 MiB arrays,
+# `collx-bench --tune`) and prints collx's largest all-reduce busbw as a fraction of it.
 #
 #   bench/compare_mpi.sh [--build DIR] [--np "2 4"] [--colls "allreduce reducescatter allgather"]
 #                        [-b 1M] [-e 64M] [-f 2] [-n 20] [-w 5] [-c 1] [-d float] [-o sum]
-#                        [--mpi-shm] [--collx-args "-a ring"] [--mpirun mpirun] [--out DIR]
+#                        [--tcp] [--collx-args "-a ring"] [--mpirun mpirun] [--out DIR]
 #                        [--repeat K]
 #
 # With --repeat K each pair of runs is repeated K times, alternating collx and MPI, and the
@@ -21,7 +23,7 @@ build="$script_dir/../build"
 nps="2 4"
 colls="allreduce"
 minb=1M maxb=64M factor=2 iters=20 warmup=5 check=1 dtype=float op=sum
-mpi_shm=0
+tcp=0
 collx_args=""
 mpirun=mpirun
 out=""
@@ -40,7 +42,8 @@ while [ $# -gt 0 ]; do
     -c) check=$2; shift 2 ;;
     -d) dtype=$2; shift 2 ;;
     -o) op=$2; shift 2 ;;
-    --mpi-shm) mpi_shm=1; shift ;;
+    --tcp) tcp=1; shift ;;
+    --mpi-shm) shift ;;  # the default now; kept so older command lines still work
     --collx-args) collx_args=$2; shift 2 ;;
     --mpirun) mpirun=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -69,16 +72,26 @@ if ! command -v "$mpirun" >/dev/null 2>&1; then
 fi
 [ -n "$out" ] || out=$(mktemp -d /tmp/collx-compare.XXXXXX)
 mkdir -p "$out"
-
-mpi_transport=(--mca btl "tcp,self" --mca pml ob1)
-mpi_label="Open MPI over TCP (btl tcp,self, pml ob1)"
-if [ "$mpi_shm" = 1 ]; then
-  mpi_transport=()
-  mpi_label="Open MPI defaults (shared memory allowed)"
-fi
-sweep=(-b "$minb" -e "$maxb" -f "$factor" -n "$iters" -w "$warmup" -c "$check" -d "$dtype" -o "$op")
-
 status=0
+
+mpi_transport=()
+mpi_label="Open MPI defaults (shared memory)"
+collx_label="collx defaults (shared memory)"
+if [ "$tcp" = 1 ]; then
+  mpi_transport=(--mca btl "tcp,self" --mca pml ob1)
+  mpi_label="Open MPI over TCP (btl tcp,self, pml ob1)"
+  collx_label="collx over TCP (-t tcp)"
+  collx_args="-t tcp $collx_args"
+fi
+
+# The memory-bandwidth bound, measured in this run: 1/gamma is the rate (GB/s of one input
+# array) at which this host adds two float32 arrays that do not fit in any cache.
+bound_log="$out/memory_bound.log"
+echo "+ $collx_bench allreduce --np 2 --tune $out/bound.tune > $bound_log"
+"$collx_bench" allreduce --np 2 --tune "$out/bound.tune" >"$bound_log" 2>&1 || {
+  echo "  collx-bench --tune failed; see $bound_log"; status=1; }
+bound_gbs=$(awk '/gamma/ && /ns\/byte/ { for (i = 1; i <= NF; ++i) if ($i == "gamma") { print 1 / $(i + 1); exit } }' "$bound_log")
+sweep=(-b "$minb" -e "$maxb" -f "$factor" -n "$iters" -w "$warmup" -c "$check" -d "$dtype" -o "$op")
 pairs=()
 for np in $nps; do
   for coll in $colls; do
@@ -105,8 +118,9 @@ for np in $nps; do
 done
 
 echo
-echo "# collx: $collx_bench (TCP${collx_args:+, $collx_args})   MPI: $mpi_label"
-python3 - "$mpi_label" "${pairs[@]}" <<'PY'
+echo "# collx: $collx_label${collx_args:+ ($collx_args)}   MPI: $mpi_label"
+echo "# memory-bandwidth bound (float32 a += b, 64 MiB arrays): ${bound_gbs:-?} GB/s"
+python3 - "${bound_gbs:-0}" "${pairs[@]}" <<'PY'
 import json
 import sys
 
@@ -156,6 +170,7 @@ def ratio(a, b):
 def num(v):
     return "%10.3f" % v if v is not None else "%10s" % "-"
 
+bound = float(sys.argv[1])
 args = sys.argv[2:]
 for i in range(0, len(args), 4):
     coll, np, cpath, mpath = args[i:i + 4]
@@ -178,6 +193,12 @@ for i in range(0, len(args), 4):
         print("  %12d  %12d  %s  %s  %s  %s  %s  %s  %s" % (
             r["size"], r["count"], num(co), num(mo), ratio(co, mo), num(ci), num(mi), ratio(ci, mi),
             r.get("algorithm", "?")))
+    if c.get("results") and coll == "allreduce" and bound > 0:
+        last = c["results"][-1]
+        big = bw(last.get("out_of_place"))
+        if big is not None:
+            print("# collx busbw at %d B = %.1f%% of the memory-bandwidth bound (%.2f GB/s)" % (
+                last["size"], 100.0 * big / bound, bound))
     if c.get("results") and m.get("results"):
         ca, ma = c.get("avg_busbw"), m.get("avg_busbw")
         print("# avg busbw: collx %s  MPI %s  ratio %s" % (num(ca).strip(), num(ma).strip(), ratio(ca, ma).strip()))

@@ -18,6 +18,29 @@ include(CMakePackageConfigHelpers)
 add_library(collx_static STATIC ${COLLX_LAYER_OBJECTS})
 set_target_properties(collx_static PROPERTIES OUTPUT_NAME collx EXPORT_NAME collx_static)
 target_link_libraries(collx_static PUBLIC Threads::Threads)
+# The optional libraries the layers use must follow the archive to its consumers. Inside the
+# build they are the imported targets; installed, plain library names the linker finds in
+# the system directories (pkg-config's targets are not exportable). collx.pc lists the same
+# names in Libs.private.
+set(COLLX_STATIC_DEPS "")
+if(COLLX_HAVE_UCX)
+  target_link_libraries(collx_static PUBLIC $<BUILD_INTERFACE:PkgConfig::UCX>)
+  list(APPEND COLLX_STATIC_DEPS ${UCX_LIBRARIES})
+endif()
+if(COLLX_HAVE_HWLOC)
+  target_link_libraries(collx_static PUBLIC $<BUILD_INTERFACE:PkgConfig::HWLOC>)
+  list(APPEND COLLX_STATIC_DEPS ${HWLOC_LIBRARIES})
+endif()
+if(COLLX_HAVE_OPENSSL)
+  target_link_libraries(collx_static PUBLIC $<BUILD_INTERFACE:OpenSSL::Crypto>)
+  list(APPEND COLLX_STATIC_DEPS crypto)
+endif()
+list(APPEND COLLX_STATIC_DEPS ${CMAKE_DL_LIBS})
+foreach(lib ${COLLX_STATIC_DEPS})
+  target_link_libraries(collx_static PUBLIC $<INSTALL_INTERFACE:${lib}>)
+endforeach()
+list(TRANSFORM COLLX_STATIC_DEPS PREPEND "-l" OUTPUT_VARIABLE _collx_pc_libs)
+string(JOIN " " COLLX_PC_PRIVATE_LIBS ${_collx_pc_libs})
 target_include_directories(collx_static PUBLIC
   $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
   $<BUILD_INTERFACE:${CMAKE_CURRENT_BINARY_DIR}/include>

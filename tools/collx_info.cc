@@ -4,6 +4,10 @@
 //   collx-info algorithms           the algorithm chosen per collective, size and world size
 //   collx-info --json               the whole report as one JSON object
 //   collx-info --settings-markdown  the environment reference (docs/environment.md)
+//   collx-info topo [--json|--dot]  this machine's topology (hwloc) as a tree, JSON or Graphviz;
+//                                   --xml FILE / --synthetic DESC load another one instead
+//   collx-info hang DIR             the stuck collectives named by the flight-record dumps
+//                                   (rank<R>.json) in DIR (tools/hang_report.h)
 // It links the internal layers: the settings registry and the selector are not in the C ABI.
 // Exit status: 0; 1 when COLLX_ALGO does not parse (the error names the rule); 2 for a bad
 // command line.
@@ -17,6 +21,10 @@
 #include "lib/common/settings.h"
 #include "lib/core/launch_env.h"
 #include "lib/core/selection.h"
+#include "lib/core/tune_file.h"
+#include "lib/topo/topo_load.h"
+#include "lib/topo/topo_render.h"
+#include "tools/hang_report.h"
 
 #ifndef COLLX_INFO_HAVE_CUDA
 #define COLLX_INFO_HAVE_CUDA 0
@@ -39,6 +47,9 @@
 #ifndef COLLX_INFO_SHM_USED
 #define COLLX_INFO_SHM_USED 0  // and lib/core includes it
 #endif
+#ifndef COLLX_INFO_UCX_USED
+#define COLLX_INFO_UCX_USED 0  // lib/core includes transports/ucx (tools/CMakeLists.txt)
+#endif
 
 namespace {
 
@@ -51,11 +62,11 @@ struct Feature {
 // Optional dependencies as cmake/CollxDependencies.cmake found them. None is used by a layer
 // yet; update the note when one is.
 const Feature kFeatures[] = {
-    {"cuda", COLLX_INFO_HAVE_CUDA, "detected at configure time, not yet used by this build"},
-    {"nccl", COLLX_INFO_HAVE_NCCL, "detected at configure time, not yet used by this build"},
-    {"ucx", COLLX_INFO_HAVE_UCX, "detected at configure time, not yet used by this build"},
-    {"hwloc", COLLX_INFO_HAVE_HWLOC, "detected at configure time, not yet used by this build"},
-    {"openssl", COLLX_INFO_HAVE_OPENSSL, "detected at configure time, not yet used by this build"},
+    {"cuda", COLLX_INFO_HAVE_CUDA, "device buffers: reduction kernels, staging, CUDA IPC (lib/cuda, docs/cuda.md)"},
+    {"nccl", COLLX_INFO_HAVE_NCCL, "NCCL route for device buffers, loaded at run time (transports/nccl)"},
+    {"ucx", COLLX_INFO_HAVE_UCX, "builds the ucx transport (transports/ucx)"},
+    {"hwloc", COLLX_INFO_HAVE_HWLOC, "topology discovery (collx-info topo, include/collx/topology.h)"},
+    {"openssl", COLLX_INFO_HAVE_OPENSSL, "job token (COLLX_JOB_TOKEN): HMAC-SHA256 on store and TCP connections"},
 };
 
 struct Transport {
@@ -68,7 +79,7 @@ struct Transport {
 const Transport kTransports[] = {
     {"tcp", COLLX_TRANSPORT_TCP, true, true},
     {"shm", COLLX_TRANSPORT_SHM, COLLX_INFO_HAVE_SHM != 0, COLLX_INFO_SHM_USED != 0},
-    {"ucx", COLLX_TRANSPORT_UCX, false, false},
+    {"ucx", COLLX_TRANSPORT_UCX, COLLX_INFO_HAVE_UCX != 0, COLLX_INFO_UCX_USED != 0},
     {"nccl", COLLX_TRANSPORT_NCCL, false, false},
 };
 
@@ -109,14 +120,25 @@ struct Report {
   uint32_t allowed = 0;  // COLLX_TRANSPORTS mask (all when empty)
   std::string transports_error;
   collx::AlgorithmSelector selector;
+  // The cost model of the shared-memory transport (what ranks of one host use), from
+  // COLLX_TUNE_FILE when it has a line for it, else the built-in defaults.
+  collx::CostModel model{"shm", collx::default_link_cost("shm")};
+  std::string model_source = "built-in defaults";
 };
 
-// Parses COLLX_ALGO; prints the parse error and returns false when it is invalid.
+// Parses COLLX_ALGO and COLLX_TUNE_FILE; prints the error and returns false when invalid.
 bool load_selector(Report* r) {
   collx::Status st = collx::AlgorithmSelector::parse(collx::setting_raw(collx::SettingId::ALGO), &r->selector);
+  const std::string tune_file = collx::setting_raw(collx::SettingId::TUNE_FILE);
+  collx::TunedCosts tuned;
+  if (st.ok() && !tune_file.empty()) st = collx::load_tune_file(tune_file, &tuned);
   if (!st.ok()) {
     std::fprintf(stderr, "collx-info: %s\n", st.message().c_str());
     return false;
+  }
+  if (tuned.count("shm")) {
+    r->model = collx::CostModel("shm", tuned["shm"]);
+    r->model_source = tune_file;
   }
   return true;
 }
@@ -135,7 +157,7 @@ std::string transport_state(const Report& r, const Transport& t) {
 }
 
 collx_algorithm_t choice(const Report& r, int coll, uint64_t bytes, int world) {
-  return r.selector.choose(static_cast<collx_coll_t>(coll), bytes, world, COLLX_ALGO_AUTO);
+  return r.selector.choose(static_cast<collx_coll_t>(coll), bytes, world, COLLX_ALGO_AUTO, r.model, 512u << 10);
 }
 
 void print_header(const Report& r) {
@@ -167,8 +189,8 @@ void print_settings() {
 
 void print_algorithms(const Report& r) {
   const std::string algo = collx::setting_raw(collx::SettingId::ALGO);
-  std::printf("\nalgorithm choices (size = total buffer bytes; COLLX_ALGO %s):\n",
-              algo.empty() ? "unset" : ("= '" + algo + "'").c_str());
+  std::printf("\nalgorithm choices (size = total buffer bytes; COLLX_ALGO %s; cost model: shm, %s):\n",
+              algo.empty() ? "unset" : ("= '" + algo + "'").c_str(), r.model_source.c_str());
   auto line = [](std::string text) {  // without trailing padding
     text.erase(text.find_last_not_of(' ') + 1);
     std::printf("%s\n", text.c_str());
@@ -243,13 +265,52 @@ int usage(FILE* f) {
   std::fprintf(f,
                "usage: collx-info [settings | algorithms] [--json]\n"
                "       collx-info --settings-markdown\n"
+               "       collx-info topo [--json | --dot] [--xml FILE | --synthetic DESCRIPTION]\n"
+               "       collx-info hang DIR\n"
                "  (no argument)        version, build features, transports, settings, algorithm choices\n"
                "  settings             every COLLX_* setting: default, current value, meaning\n"
                "  algorithms           the algorithm chosen per collective, size and world size\n"
                "                       (honours COLLX_ALGO; an invalid COLLX_ALGO exits 1)\n"
                "  --json               the whole report as JSON\n"
-               "  --settings-markdown  the environment reference (docs/environment.md)\n");
+               "  --settings-markdown  the environment reference (docs/environment.md)\n"
+               "  topo                 this machine's topology as a tree (--json: JSON, --dot: Graphviz);\n"
+               "                       --xml FILE or --synthetic 'pack:2 core:4 pu:2' load another (hwloc)\n"
+               "  hang DIR             one line per stuck collective from the flight-record dumps in DIR:\n"
+               "                       the ranks in it, those not in it and where they are (exit 0; 1 when\n"
+               "                       nothing is stuck; 2 when DIR has no dump)\n");
   return f == stdout ? 0 : 2;
+}
+
+// collx-info topo ...: exit 0, 1 when the topology cannot be loaded, 2 for a bad command line.
+int topo_main(int argc, char** argv) {
+  enum { kText, kJson, kDot } format = kText;
+  std::string xml, synthetic;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json" && format == kText) {
+      format = kJson;
+    } else if (a == "--dot" && format == kText) {
+      format = kDot;
+    } else if ((a == "--xml" || a == "--synthetic") && i + 1 < argc && xml.empty() && synthetic.empty()) {
+      (a == "--xml" ? xml : synthetic) = argv[++i];
+    } else {
+      std::fprintf(stderr, "collx-info topo: unexpected argument '%s'\n", a.c_str());
+      return usage(stderr);
+    }
+  }
+  collx::topo::Topology t;
+  collx::Status st = !xml.empty()         ? collx::topo::load_xml(xml, &t)
+                     : !synthetic.empty() ? collx::topo::load_synthetic(synthetic, &t)
+                                          : collx::topo::load_this_machine(&t);
+  if (!st.ok()) {
+    std::fprintf(stderr, "collx-info: %s\n", st.message().c_str());
+    return 1;
+  }
+  const std::string out = format == kJson  ? collx::topo::to_json(t)
+                          : format == kDot ? collx::topo::to_dot(t)
+                                           : collx::topo::to_text(t);
+  std::fputs(out.c_str(), stdout);
+  return 0;
 }
 
 }  // namespace
@@ -259,6 +320,11 @@ int main(int argc, char** argv) {
     if (argc > 2) return usage(stderr);
     std::fputs(collx::settings_markdown().c_str(), stdout);
     return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "topo") == 0) return topo_main(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "hang") == 0) {
+    if (argc != 3) return usage(stderr);
+    return collx::hang::report_main(argv[2]);
   }
   std::string section;
   bool json = false;

@@ -5,7 +5,7 @@ set -euo pipefail
 
 required=(cmake g++ make ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev)
 # Optional parts used by the build and the baselines when present.
-optional=(libssl-dev openmpi-bin libopenmpi-dev)
+optional=(libssl-dev openmpi-bin libopenmpi-dev libucx-dev libhwloc-dev iproute2)
 
 missing=()
 for pkg in "${required[@]}" "${optional[@]}"; do

@@ -23,7 +23,7 @@ const Flag kFlags[] = {
     {'r', "root", true},       {'t', "transport", true}, {'a', "algorithm", true},
     {0, "np", true},           {0, "json", true},        {'T', "timeout", true},
     {0, "plot", true},         {0, "plot-add", true},    {0, "plot-only", false},
-    {'h', "help", false},
+    {0, "explain", false},     {0, "tune", true},        {'h', "help", false},
 };
 
 const Flag* find_short(char c) {
@@ -114,7 +114,7 @@ bool apply(const Flag& f, const std::string& value, Options* o, std::string* err
     }
   } else if (name == "transport") {
     unsigned mask = 0;
-    if (!transport_from_name(value, &mask)) return bad("expected tcp, shm, ucx or nccl");
+    if (!transport_from_name(value, &mask)) return bad("expected auto, tcp, shm, ucx or nccl");
     o->transport = normalize_name(value);
     o->transport_mask = mask;
   } else if (name == "algorithm") {
@@ -135,6 +135,11 @@ bool apply(const Flag& f, const std::string& value, Options* o, std::string* err
     o->plot_add.push_back(value);
   } else if (name == "plot-only") {
     o->plot_only = true;
+  } else if (name == "explain") {
+    o->explain = true;
+  } else if (name == "tune") {
+    if (value.empty()) return bad("needs a file name");
+    o->tune_path = value;
   } else if (name == "timeout") {
     errno = 0;
     char* end = nullptr;
@@ -278,7 +283,7 @@ std::string usage_text(const char* program) {
          "                           collx names (float16 float32 float64 ...) or all [float]\n"
          "  -o, --op OP              sum prod min max avg premulsum (mulsum) or all [sum]\n"
          "  -r, --root RANK          root of broadcast and reduce, or all [0]\n"
-         "  -t, --transport NAME     tcp (shm, ucx, nccl: refused unless the library supports them) [tcp]\n"
+         "  -t, --transport NAME     auto (shm on one host, else tcp), tcp, shm, ucx, nccl [auto]\n"
          "  -a, --algorithm NAME     auto or a collx algorithm (ring, recursive_doubling, ...) [auto]\n"
          "      --np N               local ranks to start when not under a launcher [4]\n"
          "      --json FILE          also write the results as JSON\n"
@@ -286,6 +291,10 @@ std::string usage_text(const char* program) {
          "      --plot-add FILE.json add an earlier --json output of collx-bench or collx-mpi-bench\n"
          "                           to the plot (repeatable; labelled by its \"label\" field or file name)\n"
          "      --plot-only          draw the --plot-add files without running a benchmark\n"
+         "      --explain            print the algorithm the library picks for each size, every\n"
+         "                           candidate's predicted time and why; runs nothing\n"
+         "      --tune FILE          measure the transport's cost-model constants (latency, bandwidth,\n"
+         "                           reduction speed) and write them to FILE for COLLX_TUNE_FILE\n"
          "  -T, --timeout SECONDS    deadline of every collx call; 0 = library default [0]\n"
          "  -h, --help               this text\n"
          "\n"
@@ -293,7 +302,14 @@ std::string usage_text(const char* program) {
          "SLURM_PROCID with SLURM_NTASKS > 1), starts --np local ranks that meet through a TCP store on\n"
          "127.0.0.1. Under mpirun or srun, set COLLX_STORE_ADDR=<host of rank 0>:<port> for every rank.\n"
          "Exit status: 0 = success, 1 = wrong results, 2 = bad command line, 3 = a collx call failed,\n"
-         "128+N = a rank was killed by signal N.\n";
+         "128+N = a rank was killed by signal N.\n"
+         "\n"
+         "collx-bench soak [--np N] [--ops N] [--cycles N] [--count N] [--rss-threshold-kib K]\n"
+         "                 [--fd-threshold N]: N small all-reduces, then N communicator dup/split +\n"
+         "                 destroy cycles; RSS and open fds before/after; exit 1 when they grow.\n"
+         "collx-bench dp|zero [--np N] [--elems N] [--tensors N] [--buckets N] [--iters N] ...:\n"
+         "                 a simulated backward pass with gradient buckets (dp: overlap efficiency)\n"
+         "                 or ZeRO stages 1-3 (zero: per-rank memory); collx-bench dp -h for all flags.\n";
 }
 
 }  // namespace collx_bench

@@ -25,8 +25,13 @@ struct Options {
   std::vector<collx_op_t> ops{COLLX_SUM};                  // -o all: every op
   int root = 0;
   bool all_roots = false;  // -r all
-  std::string transport = "tcp";
-  unsigned transport_mask = COLLX_TRANSPORT_TCP;
+  std::string transport = "auto";  // the library's choice: shm on one host, else tcp
+  unsigned transport_mask = 0;
+  // --explain: print the library's algorithm choice and the candidates' predicted times for
+  // every size of the sweep instead of running it. --tune FILE: measure the cost-model
+  // constants of the transport and write them to FILE (COLLX_TUNE_FILE reads it).
+  bool explain = false;
+  std::string tune_path;
   std::string algorithm = "auto";  // resolved by collx_algorithm_from_name at startup
   int np = 4;                      // local ranks to start when no launcher is present
   std::string json_path;

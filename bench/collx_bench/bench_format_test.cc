@@ -52,7 +52,8 @@ TEST(Args, Defaults) {
   EXPECT_EQ(o.np, 4);
   EXPECT_EQ(o.root, 0);
   EXPECT_EQ(o.algorithm, "auto");
-  EXPECT_EQ(o.transport_mask, COLLX_TRANSPORT_TCP);
+  EXPECT_EQ(o.transport_mask, 0u);  // auto: the library chooses
+  EXPECT_EQ(o.transport, "auto");
   ASSERT_EQ(o.datatypes.size(), 1u);
   EXPECT_EQ(o.datatypes[0], COLLX_FLOAT32);
   ASSERT_EQ(o.ops.size(), 1u);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/collx_bench/explain_tune.h"
 #include "bench/collx_bench/format.h"
 #include "bench/collx_bench/json.h"
 #include "bench/collx_bench/launch_env.h"
@@ -58,6 +59,8 @@ class RankRun {
       }
       return kExitUsage;
     }
+    if (o_.explain) return explain_sweep(o_, ctx_.comm, ctx_.rank, ctx_.nranks);
+    if (!o_.tune_path.empty()) return tune_transport(o_, ctx_.comm, ctx_.rank, ctx_.nranks);
     if (ctx_.rank == 0) print_header();
     code = sweep();
     if (ctx_.rank == 0) finish(code);
@@ -138,6 +141,13 @@ class RankRun {
     return kExitOk;
   }
 
+  // The transport the library picked ("shm", "tcp", ...), whatever -t asked for.
+  const char* transport_used() const {
+    const char* name = "?";
+    collx_comm_transport(ctx_.comm, &name);
+    return name;
+  }
+
   void print_header() {
     report_.version = COLLX_VERSION_STRING;
     report_.library_version = collx_get_version_string();
@@ -153,7 +163,7 @@ class RankRun {
                 static_cast<unsigned long long>(o_.max_bytes),
                 static_cast<unsigned long long>(o_.step_factor > 1 ? o_.step_factor : o_.step_bytes),
                 o_.step_factor > 1 ? "factor" : "bytes", o_.warmup_iters, o_.iters, o_.check_iters,
-                o_.transport.c_str(), collx_algorithm_name(algorithm_));
+                transport_used(), collx_algorithm_name(algorithm_));
     std::printf("#\n# Using ranks\n");
     for (const RankInfo& ri : report_.ranks) {
       std::printf("#  Rank %2d Group  0 Pid %6d on %10s local rank %2d\n", ri.rank, ri.pid, ri.host.c_str(),

@@ -11,7 +11,10 @@
 #include <vector>
 
 #include "bench/collx_bench/args.h"
+#include "bench/collx_bench/bench_dp.h"
 #include "bench/collx_bench/bench_rank.h"
+#include "bench/collx_bench/bench_soak.h"
+#include "bench/collx_bench/bench_zero.h"
 #include "bench/collx_bench/launch_env.h"
 #include "bench/collx_bench/launcher.h"
 #include "bench/collx_bench/plot.h"
@@ -96,6 +99,9 @@ std::string temp_json_path() {
 
 int main(int argc, char** argv) {
   using namespace collx_bench;
+  if (argc >= 2 && std::string(argv[1]) == "dp") return bench_dp_main(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "zero") return bench_zero_main(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "soak") return bench_soak_main(argc, argv);
   Options options;
   std::string error;
   switch (parse_args(argc, argv, &options, &error)) {

@@ -160,7 +160,8 @@ bool op_from_name(const std::string& name, collx_op_t* out) {
 
 bool transport_from_name(const std::string& name, unsigned* mask) {
   const std::string n = normalize_name(name);
-  if (n == "tcp") *mask = COLLX_TRANSPORT_TCP;
+  if (n == "auto") *mask = 0;  // COLLX_TRANSPORTS, else the library's choice
+  else if (n == "tcp") *mask = COLLX_TRANSPORT_TCP;
   else if (n == "shm") *mask = COLLX_TRANSPORT_SHM;
   else if (n == "ucx") *mask = COLLX_TRANSPORT_UCX;
   else if (n == "nccl") *mask = COLLX_TRANSPORT_NCCL;

@@ -127,7 +127,8 @@ typedef enum collx_algorithm {
   COLLX_ALGO_DISSEMINATION = 5,      /* barrier */
   COLLX_ALGO_DIRECT = 6,             /* send/recv */
   COLLX_ALGO_RABENSEIFNER = 7,       /* allreduce: recursive halving + doubling (large messages) */
-  COLLX_NUM_ALGORITHMS = 8
+  COLLX_ALGO_DOUBLE_TREE = 8,        /* allreduce: two pipelined binary trees (NCCL's double binary tree) */
+  COLLX_NUM_ALGORITHMS = 9
 } collx_algorithm_t;
 
 /* Where a buffer lives. AUTO asks the library to find out (host unless CUDA says so). */
@@ -257,6 +258,30 @@ COLLX_API collx_status_t collx_comm_local_size(collx_comm_t comm, int32_t* local
 /* COLLX_OK while healthy; else the fatal status that poisoned the communicator. */
 COLLX_API collx_status_t collx_comm_get_async_error(collx_comm_t comm, collx_status_t* error);
 
+/* Write the flight record (the last COLLX_FR_SIZE operations of every communicator of this
+ * process: kind, count, datatype, peers, state, timestamps) to `dir`/rank<R>.json, R being the
+ * world rank. `dir` NULL or "" = COLLX_FR_DIR (default /tmp/collx-fr-<hash of the store
+ * address>); missing directories are created. `comm` only has to be a live communicator; the
+ * caller keeps ownership of `dir`. Local, never blocks on peers; safe from any thread. Also
+ * written on a timeout and on COLLX_FR_SIGNAL. `collx-info hang DIR` reads the files of all
+ * ranks (docs/debugging.md). COLLX_ERR_INVALID_USAGE when COLLX_FR_SIZE=0. */
+COLLX_API collx_status_t collx_comm_dump_flight_record(collx_comm_t comm, const char* dir);
+/* The transport the communicator's ranks talk over: "shm", "tcp" or "ucx". The string is
+ * static (never freed). Thread-safe. */
+COLLX_API collx_status_t collx_comm_transport(collx_comm_t comm, const char** name);
+
+/* Explain the automatic algorithm choice for a call of `coll` with `count` elements of
+ * `datatype` on this communicator (count as the collective's own argument: per rank for
+ * reduce-scatter and all-gather): the algorithm chosen and why (a COLLX_ALGO rule or the
+ * cost model), and for every candidate its predicted time, message count and chunk size,
+ * and the model's constants with their source (COLLX_TUNE_FILE or built-in defaults).
+ * Nothing is communicated. Writes NUL-terminated text into buf (capacity *len bytes) and
+ * sets *len to the bytes needed including the NUL; when buf is NULL or too small the text
+ * is not written and COLLX_ERR_INVALID_ARG is returned (call again with *len bytes).
+ * Thread-safe. */
+COLLX_API collx_status_t collx_explain(collx_comm_t comm, collx_coll_t coll, size_t count,
+                                       collx_datatype_t datatype, char* buf, size_t* len);
+
 /* ---------------------------------------------------------------------------------------
  * Per-call options
  * ------------------------------------------------------------------------------------- */
@@ -267,7 +292,10 @@ typedef struct collx_opts {
   int32_t mem_kind;      /* collx_mem_kind_t of the buffers; COLLX_MEM_AUTO = detect */
   int64_t timeout_ms;    /* deadline of this call; -1 = the communicator's timeout */
   double premul_scalar;  /* the scalar of COLLX_PREMUL_SUM (ignored by other ops) */
-  void* stream;          /* cudaStream_t for device buffers; NULL = the default stream */
+  void* stream;          /* cudaStream_t for device buffers; NULL = the default stream.
+                            The operation is ordered after the work already queued on it and
+                            later work on it sees the result (docs/cuda.md: over NCCL the call
+                            returns once the operation is queued) */
 } collx_opts_t;
 
 /* Fill *opts with defaults (auto algorithm and memory kind, communicator timeout,

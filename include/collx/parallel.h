@@ -1,4 +1,5 @@
-/* collx parallel layer: the process grid and the flat-buffer layout planner.
+/* collx parallel layer: the process grid and the flat-buffer layout planner, and (in the
+ * headers included at the end) the strategies built on them.
  *
  * Include after collx/collx.h. Built only on the public C API of collx/collx.h; the same
  * conventions hold (every function returns collx_status_t; opaque handles created by one
@@ -244,5 +245,12 @@ COLLX_API const char* collx_layout_last_error(collx_layout_t layout);
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
+
+/* The strategies built on the grid and the layout, one header each. */
+#include "collx/parallel_dp.h"
+#include "collx/parallel_mp.h"
+#include "collx/parallel_zero.h"
+#include "collx/parallel_tp.h"
+#include "collx/parallel_pp.h"
 
 #endif /* COLLX_PARALLEL_H_ */

@@ -1,4 +1,6 @@
 // Communicator entry points.
+#include <cstring>
+
 #include "lib/api/handles.h"
 #include "lib/common/log.h"
 #include "lib/core/launch_env.h"
@@ -95,12 +97,47 @@ COLLX_COMM_QUERY_(collx_comm_local_rank, "local_rank", local_rank)
 COLLX_COMM_QUERY_(collx_comm_local_size, "local_size", local_size)
 #undef COLLX_COMM_QUERY_
 
+collx_status_t collx_comm_transport(collx_comm_t comm, const char** name) {
+  return api::guarded(comm, [&]() -> Status {
+    if (!comm || !comm->impl) return api::null_handle("comm");
+    if (!name) return api::null_handle("name");
+    *name = comm->impl->transport_name();
+    return Status::Ok();
+  });
+}
+
+collx_status_t collx_explain(collx_comm_t comm, collx_coll_t coll, size_t count, collx_datatype_t datatype,
+                             char* buf, size_t* len) {
+  return api::guarded(comm, [&]() -> Status {
+    if (!comm || !comm->impl) return api::null_handle("comm");
+    if (!len) return api::null_handle("len");
+    std::string text;
+    COLLX_RETURN_IF_ERROR(comm->impl->explain(coll, count, datatype, &text));
+    const size_t needed = text.size() + 1;
+    const size_t capacity = *len;
+    *len = needed;
+    if (buf == nullptr || capacity < needed) {
+      return make_status(COLLX_ERR_INVALID_ARG, "collx_explain: the text needs %zu bytes, the buffer has %zu%s",
+                         needed, buf ? capacity : size_t{0}, buf ? "" : " (buf is NULL)");
+    }
+    std::memcpy(buf, text.c_str(), needed);
+    return Status::Ok();
+  });
+}
+
 collx_status_t collx_comm_get_async_error(collx_comm_t comm, collx_status_t* error) {
   return api::guarded(comm, [&]() -> Status {
     if (!comm || !comm->impl) return api::null_handle("comm");
     if (!error) return api::null_handle("error");
     *error = comm->impl->health().code();
     return Status::Ok();
+  });
+}
+
+collx_status_t collx_comm_dump_flight_record(collx_comm_t comm, const char* dir) {
+  return api::guarded(comm, [&]() -> Status {
+    if (!comm || !comm->impl) return api::null_handle("comm");
+    return comm->impl->dump_flight_record(dir ? dir : "");
   });
 }
 

@@ -43,6 +43,7 @@ Status read_opts(const collx_opts_t* opts, CollCall* call) {
   call->mem_kind = full.mem_kind;
   call->timeout_ms = full.timeout_ms < 0 ? -1 : full.timeout_ms;
   call->premul_scalar = full.premul_scalar;
+  call->stream = full.stream;
   return Status::Ok();
 }
 

@@ -22,9 +22,14 @@ enum class SettingType { kInt, kSize, kString, kBool };
   X(STORE_ADDR, kString, "", "host:port of the bootstrap TCP store (else MASTER_ADDR and MASTER_PORT+1).") \
   X(TIMEOUT_MS, kInt, "600000", "Default deadline of every blocking call in milliseconds; -1 waits forever.") \
   X(TRANSPORTS, kString, "", "Transports allowed, comma separated (tcp, shm, ucx, nccl); empty = all built.") \
+  X(BIND, kString, "none",                                                                         \
+    "Bind each rank to CPUs: numa (the NUMA node of its GPU, else of its local rank, ranks in "   \
+    "blocks), core (one core per local rank, in blocks) or none. See docs/topology.md.")          \
   X(ALGO, kString, "",                                                                             \
     "Algorithm overrides: 'COLL:ALGO' or 'COLL:MIN-MAX:ALGO' rules separated by ';' "             \
     "(sizes in bytes with K/M/G, 'inf'), e.g. 'allreduce:0-64K:recursive_doubling;allreduce:ring'.") \
+  X(TUNE_FILE, kString, "",                                                                        \
+    "Cost-model constants measured by 'collx-bench --tune FILE'; empty = built-in defaults.")     \
   X(CHUNK_SIZE, kSize, "512K", "Pipeline chunk of ring and tree algorithms, in bytes.")           \
   X(SOCKET_IFNAME, kString, "",                                                                    \
     "Network interfaces for TCP: prefixes separated by ',' ('^' excludes, '=' matches exactly); " \
@@ -37,9 +42,30 @@ enum class SettingType { kInt, kSize, kString, kBool };
   X(SHM_NO_CMA, kBool, "0",                                                                        \
     "1: the shared-memory transport never uses cross-memory attach (process_vm_readv); large "    \
     "messages are copied through the rings instead.")                                              \
+  X(UCX_PEER_ERRORS, kBool, "1",                                                                   \
+    "1: every UCX endpoint uses UCX peer error handling (a dead peer fails its operations; UCX "    \
+    "1.13 then reaches same-host peers over TCP loopback). 0: same-host peers without it, so UCX " \
+    "may use shared memory; their death is still noticed by pid, but their transfers cannot be "   \
+    "force-cancelled.")                                                                             \
   X(UNEXPECTED_MAX, kSize, "256M",                                                                 \
     "Bytes of unexpected messages (arrived before their receive was posted) buffered per "        \
     "communicator before collx stops reading from the sender.")                                    \
+  X(JOB_TOKEN, kString, "",                                                                        \
+    "Secret shared by the ranks of one job: every store and TCP transport connection proves it "   \
+    "knows it (HMAC-SHA256 challenge-response; needs OpenSSL). Empty = no authentication. See "     \
+    "docs/security.md.")                                                                            \
+  X(FR_SIZE, kInt, "256",                                                                          \
+    "Operations each communicator keeps in its flight recorder (0 disables it). See "             \
+    "docs/debugging.md.")                                                                          \
+  X(FR_DIR, kString, "",                                                                           \
+    "Directory of flight-recorder dumps (rank<R>.json); empty = /tmp/collx-fr-<hash of the "      \
+    "store address>.")                                                                             \
+  X(FR_SIGNAL, kString, "",                                                                        \
+    "Signal that makes every communicator of the process dump its flight recorder, e.g. "         \
+    "SIGUSR1; empty = none.")                                                                      \
+  X(TRACE, kString, "",                                                                            \
+    "Write a Chrome-trace/Perfetto JSON timeline of every operation to this file (%r = rank, "    \
+    "%p = pid; '.rank<R>.json' is appended without %r).")                                         \
   X(DEBUG, kString, "WARN", "Log level: NONE, WARN, INFO or TRACE.")                              \
   X(DEBUG_SUBSYS, kString, "ALL",                                                                  \
     "Subsystems logged, comma separated: INIT, COLL, P2P, NET, STORE, TUNE, ALL; '^NAME' excludes.") \

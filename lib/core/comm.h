@@ -15,8 +15,10 @@
 #include "lib/common/scratch.h"
 #include "lib/common/status.h"
 #include "lib/core/executor.h"
+#include "lib/core/flight_recorder.h"  // flight recorder
 #include "lib/core/launch_env.h"
 #include "lib/core/selection.h"
+#include "lib/core/tune_file.h"
 #include "lib/core/store_bootstrap.h"
 #include "transports/transport.h"
 
@@ -39,6 +41,7 @@ struct CollCall {
   int mem_kind = COLLX_MEM_AUTO;
   int64_t timeout_ms = -1;  // -1: the communicator's
   double premul_scalar = 1.0;
+  void* stream = nullptr;  // cudaStream_t of device buffers (lib/core/comm_device.cc)
 };
 
 // Settings a communicator reads once at creation (children inherit them).
@@ -47,10 +50,17 @@ struct CommSettings {
   size_t chunk_bytes = 512 << 10;
   uint32_t transports = COLLX_TRANSPORT_TCP;
   AlgorithmSelector selector;
+  TunedCosts tuned;             // from COLLX_TUNE_FILE (empty: built-in defaults)
+  std::string tune_file;
   static Status from_environment(const JobConfig& job, CommSettings* out);
 };
 
 class Communicator;
+class DeviceState;
+
+// COLLX_BIND (none | numa | core): pins the calling thread to its local rank's CPUs, once
+// per process (comm_binding.cc). OK without doing anything when unset or "none".
+Status apply_cpu_binding(int local_rank, int local_size);  // device-buffer state (lib/core/comm_device.cc)
 
 // The object behind collx_request_t. Shared by the user's handle and the code completing it.
 class RequestImpl {
@@ -82,6 +92,7 @@ class RequestImpl {
   transport::Request tx_request_;
   Deadline op_deadline_ = Deadline::never();
   std::string context_;
+  uint64_t fr_id_ = 0;  // flight recorder record of a point-to-point request
 };
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
@@ -110,6 +121,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>* out);
 
   // datatype and forced are raw values (validated here).
+  // Text explaining the automatic choice for (coll, count, datatype): every candidate with
+  // its predicted time, the one chosen and why (collx_explain).
+  Status explain(collx_coll_t coll, size_t count, int32_t datatype, std::string* out) const;
+  const char* transport_name() const { return transport_ ? transport_->name() : "none"; }
   Status select_algorithm(collx_coll_t coll, size_t count, int32_t datatype, int32_t forced,
                           collx_algorithm_t* out) const;
 
@@ -120,6 +135,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   // OK while healthy, else the first fatal status (with its message).
   Status health() const;
+  // Writes the process's flight record into `dir` ("" = COLLX_FR_DIR).
+  Status dump_flight_record(const std::string& dir) const {
+    return dump_flight_records(dir.empty() ? flight_.dump_dir() : dir);
+  }
   // Per-communicator last error (thread-safe copies).
   void set_last_error(const Status& status);
   std::string last_error() const;
@@ -130,12 +149,19 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   Status init(const JobConfig& job, const CommSettings& settings, std::shared_ptr<Store> store,
               std::string prefix, int rank, int size);
+  // Picks the transport for this communicator's ranks (comm_transport.cc) and creates it.
+  Status create_transport(transport::Bootstrap* bootstrap, bool single_host, Deadline deadline);
+  void use_cost_model();  // model_ for transport_, tuned or default
+  void use_ring_order(const std::vector<std::string>& host_of_rank);  // ring_order_, ring_position_
+  std::string nearest_interface(const std::string& route_to_host) const;
   Status validate(const CollCall& call) const;
   Status prepare(const CollCall& call, transport::OpDesc* desc) const;
   // Runs one collective on the calling thread (caller or executor). Poisons on failure.
   Status execute(const CollCall& call, const transport::OpDesc& desc);
   Status dispatch(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
   Status run_algorithm(const algo::CollArgs& args) const;
+  // CUDA device buffers: NCCL, CUDA IPC or staging (lib/core/comm_device.cc).
+  Status dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
   // Marks the communicator failed; peers are told unless the failure came from them.
   void fail(const Status& status);
   Status unusable() const;
@@ -153,11 +179,18 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<Store> store_;
   std::string prefix_;
   std::unique_ptr<transport::Transport> transport_;
+  CostModel model_;             // of transport_, from the tune file or the defaults
+  // Ring order grouped by host (lib/topo ring_order_by_host): position -> rank. Empty when
+  // it is the rank order (one host, or ranks already placed host by host).
+  std::vector<int> ring_order_;
+  int ring_position_ = 0;
   uint64_t coll_seq_ = 0;       // last sequence number handed out
   uint64_t children_ = 0;       // split/dup counter (prefixes of children)
   mutable ScratchPool core_scratch_;  // premul copies
   mutable ScratchPool algo_scratch_;  // algorithms' temporaries
+  FlightRecorder flight_;  // last operations, dumped on a timeout (declared before the executor, whose tasks use it)
   Executor executor_;
+  std::shared_ptr<DeviceState> device_;  // lib/core/comm_device.cc; made by the first device call
 
   mutable std::mutex state_mutex_;
   Status failure_;  // first fatal status

@@ -4,6 +4,7 @@
 
 #include "lib/common/log.h"
 #include "lib/core/comm.h"
+#include "lib/core/comm_device.h"  // CUDA hook
 #include "lib/core/names.h"
 #include "lib/dtype/datatype.h"
 
@@ -32,12 +33,14 @@ Status Communicator::select_algorithm(collx_coll_t coll, size_t count, int32_t d
   }
   const size_t element = coll == COLLX_COLL_BARRIER ? 0 : datatype_size(datatype);
   *out = settings_.selector.choose(coll, selection_bytes(coll, count, element, size_), size_,
-                                   static_cast<collx_algorithm_t>(forced));
+                                   static_cast<collx_algorithm_t>(forced), model_, settings_.chunk_bytes);
   return Status::Ok();
 }
 
 Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) const {
-  COLLX_RETURN_IF_ERROR(validate(call));
+  CollCall checked;                                   // CUDA hook (comm_device.cc)
+  COLLX_RETURN_IF_ERROR(device_check(call, &checked));  // CUDA hook (comm_device.cc)
+  COLLX_RETURN_IF_ERROR(validate(checked));
   if (failed_.load(std::memory_order_acquire)) return unusable();
   collx_algorithm_t algorithm;
   COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, call.count, call.datatype, call.algorithm, &algorithm));
@@ -69,6 +72,7 @@ Status Communicator::submit(const CollCall& call, std::shared_ptr<RequestImpl>* 
   transport::OpDesc desc;
   COLLX_RETURN_IF_ERROR(prepare(call, &desc));
   desc.seq = ++coll_seq_;
+  flight_.post(desc, -1);  // flight recorder
   auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/false);
   executor_.submit([this, call, desc, request] { request->finish(execute(call, desc)); }, rank_);
   *out = std::move(request);
@@ -79,9 +83,11 @@ Status Communicator::execute(const CollCall& call, const transport::OpDesc& desc
   if (failed_.load(std::memory_order_acquire)) return unusable();
   const Deadline deadline = deadline_for(call.timeout_ms);
   COLLX_TRACE(COLL, "start %s", describe_op(desc).c_str());
+  const uint64_t fr_id = flight_.start(desc, -1);  // flight recorder
   transport_->set_active_op(&desc);
   Status st = dispatch(call, desc, deadline);
   transport_->set_active_op(nullptr);
+  flight_.end(fr_id, st.code());  // flight recorder
   if (st.ok()) {
     COLLX_TRACE(COLL, "done %s", describe_op(desc).c_str());
     return st;
@@ -106,6 +112,10 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
   ctx.size = size_;
   ctx.chunk_bytes = settings_.chunk_bytes;
   ctx.scratch = &algo_scratch_;
+  if (!ring_order_.empty() && args.desc.kind == COLLX_COLL_ALLREDUCE) {
+    ctx.rank = ring_position_;  // the result does not depend on rank order
+    ctx.rank_at = ring_order_.data();
+  }
   if (args.count == 0 && args.desc.kind != COLLX_COLL_BARRIER) {
     // Nothing to move, but the ranks still meet: a rank that passed 0 while another passed
     // 5 (or called something else) must fail with a mismatch, not leave its peers waiting.
@@ -123,6 +133,9 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
       break;
     case COLLX_ALGO_RABENSEIFNER:
       if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_rabenseifner(ctx, args);
+      break;
+    case COLLX_ALGO_DOUBLE_TREE:
+      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_double_tree(ctx, args);
       break;
     case COLLX_ALGO_BINOMIAL:
       if (args.desc.kind == COLLX_COLL_BROADCAST) return algo::broadcast_binomial(ctx, args);
@@ -142,6 +155,7 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
 }
 
 Status Communicator::dispatch(const CollCall& call, const transport::OpDesc& desc, Deadline deadline) {
+  if (device_buffers(call)) return dispatch_device(call, desc, deadline);  // CUDA hook (comm_device.cc)
   algo::CollArgs args;
   args.sendbuf = call.sendbuf;
   args.recvbuf = call.recvbuf;

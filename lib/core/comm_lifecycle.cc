@@ -7,23 +7,9 @@
 #include "lib/core/comm.h"
 #include "lib/core/host_identity.h"
 #include "lib/core/names.h"
-#include "transports/tcp/tcp_transport.h"
 
 namespace collx {
 
-namespace {
-
-// The host part of "host:port" / "[v6]:port" (empty if malformed).
-std::string host_of(const std::string& address) {
-  if (!address.empty() && address.front() == '[') {
-    size_t close = address.find(']');
-    return close == std::string::npos ? std::string() : address.substr(1, close - 1);
-  }
-  size_t colon = address.rfind(':');
-  return colon == std::string::npos ? address : address.substr(0, colon);
-}
-
-}  // namespace
 
 Status CommSettings::from_environment(const JobConfig& job, CommSettings* out) {
   CommSettings s;
@@ -40,6 +26,8 @@ Status CommSettings::from_environment(const JobConfig& job, CommSettings* out) {
   }
   s.transports = job.transports;
   COLLX_RETURN_IF_ERROR(AlgorithmSelector::parse(setting_raw(SettingId::ALGO), &s.selector));
+  s.tune_file = setting_raw(SettingId::TUNE_FILE);
+  if (!s.tune_file.empty()) COLLX_RETURN_IF_ERROR(load_tune_file(s.tune_file, &s.tuned));
   *out = std::move(s);
   return Status::Ok();
 }
@@ -62,6 +50,8 @@ Status Communicator::create(const JobConfig& job, std::shared_ptr<Communicator>*
   comm->name_ = job.name;
   Status st = comm->init(job, settings, std::move(store), prefix, job.rank, job.world_size);
   if (!st.ok()) return st;
+  st = apply_cpu_binding(comm->local_rank_, comm->local_size_);
+  if (!st.ok()) return st;
   COLLX_INFO(INIT, "communicator '%s' ready: rank %d of %d (local %d of %d), launcher %s",
              comm->name_.c_str(), comm->rank_, comm->size_, comm->local_rank_, comm->local_size_,
              job.source.c_str());
@@ -77,11 +67,6 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
   prefix_ = std::move(prefix);
   rank_ = rank;
   size_ = size;
-  if (!(settings_.transports & COLLX_TRANSPORT_TCP)) {
-    return make_status(COLLX_ERR_UNSUPPORTED,
-                       "no usable transport: the allowed set (COLLX_TRANSPORTS or config->transports) "
-                       "excludes tcp, the only transport built into this library");
-  }
   const Deadline deadline = Deadline::after_ms(settings_.timeout_ms);
   auto bootstrap = std::make_unique<StoreBootstrap>(store_, prefix_, rank_, size_);
 
@@ -93,9 +78,11 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
   bool single_host = true;
   local_rank_ = 0;
   local_size_ = 0;
+  std::vector<std::string> host_of_rank;
   for (int r = 0; r < size_; ++r) {
     HostIdentity peer;
     COLLX_RETURN_IF_ERROR(decode_host_identity(hosts[static_cast<size_t>(r)], &peer));
+    host_of_rank.push_back(std::to_string(peer.host_hash));
     if (peer.host_hash == me.host_hash) {
       if (r < rank_) ++local_rank_;
       ++local_size_;
@@ -108,34 +95,11 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
                job.local_rank, job.local_size, local_rank_, local_size_);
   }
 
-  TcpTransportParams params;
-  COLLX_RETURN_IF_ERROR(load_tcp_settings(&params));
-  params.rank = rank_;
-  params.size = size_;
-  params.comm_id = fnv1a64(prefix_.data(), prefix_.size());
-  params.bootstrap = bootstrap.get();
-  params.bootstrap_name = "tcp";
-  params.describe = describe_op;
-  // On loopback several sockets per peer cost more than they bring (measured: one socket
-  // 1.3-1.5 GB/s, two 1.0-1.2 GB/s): stripe only across hosts unless asked to.
-  if (single_host && !setting_is_set(SettingId::TCP_NSOCKS)) params.sockets_per_peer = 1;
-  if (params.ifname.empty()) {
-    if (single_host) {
-      params.route_to_host = "127.0.0.1";
-    } else if (!job_.store_addr.empty()) {
-      params.route_to_host = host_of(job_.store_addr);
-    } else {
-      return make_status(COLLX_ERR_INVALID_ARG,
-                         "ranks of '%s' span several hosts and the store has no network address to "
-                         "pick an interface from; set COLLX_SOCKET_IFNAME (e.g. eth0)",
-                         name_.c_str());
-    }
-  }
-  params.deadline = deadline;
-  std::unique_ptr<TcpTransport> tcp;
-  st = create_tcp_transport(params, &tcp);
+  use_ring_order(host_of_rank);
+  st = create_transport(bootstrap.get(), single_host, deadline);
   if (!st.ok()) return st.with_context("creating communicator '" + name_ + "': ");
-  transport_ = std::move(tcp);
+  COLLX_RETURN_IF_ERROR(flight_.init(name_, rank_, size_, job.rank, job.store_addr,  // flight recorder
+                                     transport_ ? transport_->name() : "none"));
   bootstrap->cleanup().ignore();  // best effort: leftover keys only cost store memory
   return Status::Ok();
 }
@@ -202,13 +166,21 @@ Status Communicator::unusable() const {
 }
 
 void Communicator::fail(const Status& status) {
+  bool first = false;  // flight recorder
   {
     std::lock_guard<std::mutex> lock(state_mutex_);
     if (!failed_.load(std::memory_order_relaxed)) {
       failure_ = status;
       failed_.store(true, std::memory_order_release);
+      first = true;  // flight recorder
     }
   }
+  // flight recorder: dump on a timeout here, and on a peer's (its failure reaches us as
+  // COLLX_ERR_REMOTE naming the timeout, often before our own deadline passes), so every
+  // rank of a hang leaves a record, as torch's store-signalled dumps do.
+  const bool timed_out = status.code() == COLLX_ERR_TIMEOUT ||
+                         (status.code() == COLLX_ERR_REMOTE && status.message().find("COLLX_ERR_TIMEOUT") != std::string::npos);
+  if (first && timed_out) flight_.dump_after_timeout();
   COLLX_WARN(COLL, "communicator '%s' failed: %s: %s", name_.c_str(), status_name(status.code()),
              status.message().c_str());
   if (transport_ && status.code() != COLLX_ERR_ABORTED) transport_->poison(status, /*notify_peers=*/true);
@@ -236,6 +208,7 @@ void Communicator::destroy() {
     executor_.drain(Deadline::after_ms(2000));
   }
   executor_.stop();
+  flight_.close();  // flight recorder: unregister, write the trace
   {
     std::lock_guard<std::mutex> lock(detached_mutex_);
     for (auto& request : detached_) {

@@ -37,10 +37,12 @@ Status Communicator::post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>
                                     call.coll == COLLX_COLL_SEND ? "to" : "from", call.peer, call.tag, bytes,
                                     rank_, name_.c_str());
   transport::Request* tx = &request->tx_request_;
+  request->fr_id_ = flight_.start(desc, call.peer, call.coll);  // flight recorder
   Status st = call.coll == COLLX_COLL_SEND
                   ? transport_->post_send(tx, call.peer, static_cast<uint64_t>(call.tag), call.sendbuf, bytes, desc)
                   : transport_->post_recv(tx, call.peer, static_cast<uint64_t>(call.tag), call.recvbuf, bytes, desc);
   if (!st.ok()) {
+    flight_.end(request->fr_id_, st.code());  // flight recorder
     st = st.with_context(request->context_);
     if (st.code() != COLLX_ERR_INVALID_ARG) fail(st);
     return st;
@@ -53,7 +55,9 @@ Status Communicator::send_recv(const CollCall& call) {
   std::shared_ptr<RequestImpl> request;
   COLLX_RETURN_IF_ERROR(post_p2p(call, &request));
   LogRankScope log_rank(rank_);
-  return wait_p2p(request.get(), Deadline::never());
+  Status st = wait_p2p(request.get(), Deadline::never());
+  flight_.end(request->fr_id_, st.code());  // flight recorder
+  return st;
 }
 
 // Waits for a point-to-point request until its own deadline (a failure: the communicator
@@ -100,6 +104,7 @@ bool RequestImpl::test(Status* status) {
     }
     Status st = comm_->wait_p2p(this, Deadline::after_ms(0));
     if (st.code() == COLLX_IN_PROGRESS) return false;
+    comm_->flight_.end(fr_id_, st.code());  // flight recorder
     status_ = st;
     done_ = true;
     *status = status_;
@@ -117,6 +122,7 @@ Status RequestImpl::wait(Deadline wait_deadline) {
     if (done_) return status_;
     Status st = comm_->wait_p2p(this, wait_deadline);
     if (st.code() == COLLX_IN_PROGRESS) return st;
+    comm_->flight_.end(fr_id_, st.code());  // flight recorder
     status_ = st;
     done_ = true;
     return status_;

@@ -14,7 +14,8 @@ const char* const kCollNames[COLLX_NUM_COLLS] = {
     "alltoall",  "barrier",        "send",      "recv"};
 
 const char* const kAlgorithmNames[COLLX_NUM_ALGORITHMS] = {
-    "auto", "ring", "recursive_doubling", "binomial", "pairwise", "dissemination", "direct", "rabenseifner"};
+    "auto", "ring", "recursive_doubling", "binomial", "pairwise", "dissemination", "direct", "rabenseifner",
+    "double_tree"};
 
 std::string normalize(const std::string& name) {
   std::string out;
@@ -51,6 +52,7 @@ bool coll_from_name(const std::string& name, collx_coll_t* out) {
 bool algorithm_from_name(const std::string& name, collx_algorithm_t* out) {
   std::string n = normalize(name);
   if (n == "rd") n = "recursive_doubling";
+  if (n == "tree") n = "double_tree";
   for (int i = 0; i < COLLX_NUM_ALGORITHMS; ++i) {
     if (n == kAlgorithmNames[i]) {
       *out = static_cast<collx_algorithm_t>(i);
@@ -69,6 +71,7 @@ bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
              coll == COLLX_COLL_ALLGATHER;
     case COLLX_ALGO_RECURSIVE_DOUBLING:
     case COLLX_ALGO_RABENSEIFNER:
+    case COLLX_ALGO_DOUBLE_TREE:
       return coll == COLLX_COLL_ALLREDUCE;
     case COLLX_ALGO_BINOMIAL:
       return coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE;

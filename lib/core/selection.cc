@@ -24,7 +24,7 @@ Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out)
     collx_algorithm_t algorithm;
     if (!algorithm_from_name(fields.back(), &algorithm)) {
       return bad_rule(rule, "unknown algorithm '" + fields.back() +
-                                "' (known: ring, recursive_doubling, rabenseifner, binomial, "
+                                "' (known: ring, recursive_doubling, rabenseifner, double_tree, binomial, "
                                 "pairwise, dissemination, direct, auto)");
     }
     if (fields.size() == 1) {
@@ -33,7 +33,7 @@ Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out)
       for (int c = 0; c < COLLX_NUM_COLLS; ++c) {
         auto coll = static_cast<collx_coll_t>(c);
         if (algorithm != COLLX_ALGO_AUTO && algorithm_implements(algorithm, coll)) {
-          selector.rules_.push_back({coll, 0, UINT64_MAX, algorithm});
+          selector.rules_.push_back({coll, 0, UINT64_MAX, algorithm, rule});
           any = true;
         }
       }
@@ -62,44 +62,39 @@ Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out)
       }
       if (min_bytes >= max_bytes) return bad_rule(rule, "empty size range '" + fields[1] + "'");
     }
-    selector.rules_.push_back({coll, min_bytes, max_bytes, algorithm});
+    selector.rules_.push_back({coll, min_bytes, max_bytes, algorithm, rule});
   }
   *out = std::move(selector);
   return Status::Ok();
 }
 
+const AlgorithmSelector::Rule* AlgorithmSelector::find_rule(collx_coll_t coll, uint64_t bytes) const {
+  for (const Rule& rule : rules_) {
+    if (rule.coll == coll && bytes >= rule.min_bytes && bytes < rule.max_bytes) return &rule;
+  }
+  return nullptr;
+}
+
+std::string AlgorithmSelector::matching_rule(collx_coll_t coll, uint64_t bytes) const {
+  const Rule* rule = find_rule(coll, bytes);
+  return rule ? rule->text : std::string();
+}
+
+collx_algorithm_t AlgorithmSelector::choose(collx_coll_t coll, uint64_t bytes, int world_size,
+                                            collx_algorithm_t forced, const CostModel& model,
+                                            uint64_t chunk_bytes) const {
+  if (forced != COLLX_ALGO_AUTO) return forced;
+  // The first rule covering (coll, bytes) decides; an explicit 'auto' rule hands the
+  // choice back to the model.
+  const Rule* rule = find_rule(coll, bytes);
+  if (rule != nullptr && rule->algorithm != COLLX_ALGO_AUTO) return rule->algorithm;
+  return model.best(coll, bytes, world_size, chunk_bytes);
+}
+
 collx_algorithm_t AlgorithmSelector::choose(collx_coll_t coll, uint64_t bytes, int world_size,
                                             collx_algorithm_t forced) const {
-  if (forced != COLLX_ALGO_AUTO) return forced;
-  for (const Rule& rule : rules_) {
-    if (rule.coll == coll && bytes >= rule.min_bytes && bytes < rule.max_bytes &&
-        rule.algorithm != COLLX_ALGO_AUTO) {
-      return rule.algorithm;
-    }
-    if (rule.coll == coll && bytes >= rule.min_bytes && bytes < rule.max_bytes) break;  // explicit auto
-  }
-  switch (coll) {
-    case COLLX_COLL_ALLREDUCE:
-      // Recursive doubling takes log2(p) rounds of the whole vector; ring takes 2(p-1)
-      // rounds of 1/p of it. Below the cut-over the round count (latency) dominates.
-      if (bytes < kAllreduceRingMinBytes || world_size <= 1) return COLLX_ALGO_RECURSIVE_DOUBLING;
-      // Same bytes on the wire; Rabenseifner takes 2 log2(p) steps to ring's 2(p-1). From 4
-      // ranks the saved steps (each a wake-up when ranks outnumber cores) win; at 2-3 ranks
-      // ring measured equal or better (collx-bench, docs/design.md).
-      return world_size >= 4 ? COLLX_ALGO_RABENSEIFNER : COLLX_ALGO_RING;
-    case COLLX_COLL_REDUCE_SCATTER:
-    case COLLX_COLL_ALLGATHER:
-      return COLLX_ALGO_RING;
-    case COLLX_COLL_BROADCAST:
-    case COLLX_COLL_REDUCE:
-      return COLLX_ALGO_BINOMIAL;
-    case COLLX_COLL_ALLTOALL:
-      return COLLX_ALGO_PAIRWISE;
-    case COLLX_COLL_BARRIER:
-      return COLLX_ALGO_DISSEMINATION;
-    default:
-      return COLLX_ALGO_DIRECT;
-  }
+  static const CostModel kTcp("tcp", default_link_cost("tcp"));
+  return choose(coll, bytes, world_size, forced, kTcp, 512u << 10);
 }
 
 uint64_t selection_bytes(collx_coll_t coll, size_t count, size_t element_size, int world_size) {

@@ -1,4 +1,4 @@
-// Algorithm selection: the default choice by collective and size, and COLLX_ALGO overrides.
+// Algorithm selection: COLLX_ALGO overrides, else the cost model (cost_model.h).
 //
 // COLLX_ALGO grammar (rules separated by ';', the first matching rule wins):
 //   ALGO                    every collective ALGO implements, every size
@@ -16,6 +16,7 @@
 
 #include "collx/collx.h"
 #include "lib/common/status.h"
+#include "lib/core/cost_model.h"
 
 namespace collx {
 
@@ -24,12 +25,15 @@ class AlgorithmSelector {
   static Status parse(const std::string& spec, AlgorithmSelector* out);
 
   // `forced` (from the call's options) wins when not AUTO; then the first matching rule;
-  // then the default by size.
+  // then the cost model's cheapest candidate.
+  collx_algorithm_t choose(collx_coll_t coll, uint64_t bytes, int world_size, collx_algorithm_t forced,
+                           const CostModel& model, uint64_t chunk_bytes) const;
+  // The same with the built-in TCP model and the default chunk.
   collx_algorithm_t choose(collx_coll_t coll, uint64_t bytes, int world_size,
                            collx_algorithm_t forced) const;
 
-  // Default allreduce cut-over: recursive doubling below, ring from here up.
-  static constexpr uint64_t kAllreduceRingMinBytes = 256u << 10;
+  // The text of the COLLX_ALGO rule that decides (coll, bytes), or "" when none does.
+  std::string matching_rule(collx_coll_t coll, uint64_t bytes) const;
 
  private:
   struct Rule {
@@ -37,7 +41,9 @@ class AlgorithmSelector {
     uint64_t min_bytes;  // inclusive
     uint64_t max_bytes;  // exclusive; UINT64_MAX = no bound
     collx_algorithm_t algorithm;
+    std::string text;  // as written in COLLX_ALGO, for explanations
   };
+  const Rule* find_rule(collx_coll_t coll, uint64_t bytes) const;
   std::vector<Rule> rules_;
 };
 

@@ -34,7 +34,7 @@ Status open_tcp_store(const std::string& address, int rank, Deadline deadline,
       } else if (!in_use) {
         return st.with_context("rank 0 cannot host the store at " + address + ": ");
       } else {
-        COLLX_INFO(STORE, "%s is taken; joining the store that listens there", address.c_str());
+        COLLX_INFO(STORE, "%s is taken or belongs to another host; joining the store there", address.c_str());
       }
     }
     if (it != servers.end()) return it->second->connect(deadline, out);

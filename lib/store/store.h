@@ -47,7 +47,13 @@ class Store {
 // listens there yet). Calls without a deadline of their own (set, add, compare_set, remove)
 // are bounded by COLLX_TIMEOUT_MS. Once the server closes a connection every call fails with
 // COLLX_ERR_REMOTE naming the address.
+// With a job token (COLLX_JOB_TOKEN, or `job_token` in the second form; empty = none) the
+// client and server prove to each other that they know it before any request is processed
+// (docs/security.md); a token on one side only, or a different one, is COLLX_ERR_PROTOCOL
+// saying so. A set token in a build without OpenSSL is COLLX_ERR_UNSUPPORTED.
 Status connect_tcp_store(const std::string& address, Deadline deadline, std::shared_ptr<Store>* out);
+Status connect_tcp_store(const std::string& address, const std::string& job_token, Deadline deadline,
+                         std::shared_ptr<Store>* out);
 
 // A TCP store server listening on "host:port" ("0.0.0.0:port" or "*:port" for all
 // interfaces; port 0 picks a free port). Serves until destroyed.
@@ -58,10 +64,15 @@ class TcpStoreServer {
   // A client of this very server.
   virtual Status connect(Deadline deadline, std::shared_ptr<Store>* out) = 0;
 };
-// COLLX_ERR_SYSTEM with errno EADDRINUSE in the message when the port is taken; callers
-// use `*address_in_use` to tell that case apart.
+// COLLX_ERR_SYSTEM naming errno when the address cannot be bound; `*address_in_use` is set
+// when another process may serve it (EADDRINUSE: the port is taken; EADDRNOTAVAIL: the
+// address belongs to another host), so callers can connect to that server instead.
+// The server requires the job token (COLLX_JOB_TOKEN, or `job_token`) from every client when
+// it is not empty: a client that fails is dropped, with a warning, before any of its requests.
 Status start_tcp_store_server(const std::string& address, std::unique_ptr<TcpStoreServer>* out,
                               bool* address_in_use = nullptr);
+Status start_tcp_store_server(const std::string& address, const std::string& job_token,
+                              std::unique_ptr<TcpStoreServer>* out, bool* address_in_use = nullptr);
 
 std::shared_ptr<Store> make_memory_store();
 Status make_file_store(const std::string& directory, std::shared_ptr<Store>* out);

@@ -137,7 +137,9 @@ Status listen_tcp(const HostPort& where, UniqueFd* out, int* bound_port, bool* a
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
       int error = errno;
-      if (error == EADDRINUSE && address_in_use) *address_in_use = true;
+      // Both mean "another process may be serving this address": taken here, or an address
+      // of another host (a launcher hosting the store elsewhere). The caller then connects.
+      if ((error == EADDRINUSE || error == EADDRNOTAVAIL) && address_in_use) *address_in_use = true;
       last = system_error(("store server: binding " + name).c_str(), error);
       if (error == EADDRINUSE) return last;
       continue;

@@ -2,6 +2,8 @@
 
 #include <cinttypes>
 
+#include "lib/common/auth.h"
+
 namespace collx {
 namespace store_wire {
 namespace {
@@ -9,9 +11,11 @@ namespace {
 constexpr size_t kLengthBytes = 4;
 constexpr size_t kMaxKeyField = kLengthBytes + kStoreMaxKeyBytes;
 constexpr size_t kMaxValueField = kLengthBytes + kStoreMaxValueBytes;
+constexpr size_t kAuthField = kLengthBytes + auth::kNonceBytes;  // a nonce or a MAC
+static_assert(auth::kNonceBytes == auth::kMacBytes, "AUTH fields share one size");
 
 bool valid_opcode(uint16_t raw) {
-  return raw >= static_cast<uint16_t>(Opcode::kHello) && raw <= static_cast<uint16_t>(Opcode::kPing);
+  return raw >= static_cast<uint16_t>(Opcode::kHello) && raw <= static_cast<uint16_t>(Opcode::kAuth);
 }
 
 // The largest body a well-formed frame of this kind can have: a larger length field is
@@ -20,7 +24,8 @@ size_t max_body_bytes(Opcode opcode, bool reply) {
   if (reply) {
     size_t common = 4 + kLengthBytes + kMaxMessageBytes;
     switch (opcode) {
-      case Opcode::kHello: return common + 2;
+      case Opcode::kHello: return common + 2 + kAuthField;
+      case Opcode::kAuth: return common + kAuthField;
       case Opcode::kGet:
       case Opcode::kCompareSet: return common + kMaxValueField;
       case Opcode::kAdd: return common + 8;
@@ -36,6 +41,7 @@ size_t max_body_bytes(Opcode opcode, bool reply) {
     case Opcode::kCompareSet: return kMaxKeyField + 2 * kMaxValueField;
     case Opcode::kWait: return 4 + kStoreMaxWaitKeys * kMaxKeyField + 8;
     case Opcode::kDelete: return kMaxKeyField;
+    case Opcode::kAuth: return 2 * kAuthField;
   }
   return 0;
 }
@@ -85,6 +91,13 @@ class Reader {
                          frame_, what, length, size_ - offset_);
     out->assign(data_ + offset_, data_ + offset_ + length);
     offset_ += length;
+    return Status::Ok();
+  }
+  // A byte string of exactly `length` bytes (a nonce or a MAC).
+  Status exact_bytes(const char* what, size_t length, Bytes* out) {
+    COLLX_RETURN_IF_ERROR(bytes(what, length, out));
+    if (out->size() != length)
+      return make_status(COLLX_ERR_PROTOCOL, "%s: %s of %zu bytes (expected %zu)", frame_, what, out->size(), length);
     return Status::Ok();
   }
   Status finish() const {
@@ -151,6 +164,7 @@ const char* opcode_name(Opcode opcode) {
     case Opcode::kWait: return "WAIT";
     case Opcode::kDelete: return "DELETE";
     case Opcode::kPing: return "PING";
+    case Opcode::kAuth: return "AUTH";
   }
   return "UNKNOWN";
 }
@@ -185,6 +199,10 @@ void encode_request(const Request& request, Bytes* out) {
       w.i64(request.timeout_ms);
       break;
     case Opcode::kDelete: w.text(request.key); break;
+    case Opcode::kAuth:
+      w.bytes(request.nonce);
+      w.bytes(request.mac);
+      break;
   }
   patch_body_length(start, out);
 }
@@ -197,7 +215,11 @@ void encode_reply(const Reply& reply, Bytes* out) {
   w.text(reply.message.size() > kMaxMessageBytes ? reply.message.substr(0, kMaxMessageBytes) : reply.message);
   if (reply.status == COLLX_OK) {
     switch (reply.opcode) {
-      case Opcode::kHello: w.u16(reply.server_version); break;
+      case Opcode::kHello:
+        w.u16(reply.server_version);
+        w.bytes(reply.challenge);
+        break;
+      case Opcode::kAuth: w.bytes(reply.mac); break;
       case Opcode::kGet:
       case Opcode::kCompareSet: w.bytes(reply.value); break;
       case Opcode::kAdd: w.i64(reply.new_value); break;
@@ -285,6 +307,10 @@ Status decode_request(const uint8_t* data, size_t size, Request* out, size_t* fr
       break;
     }
     case Opcode::kDelete: COLLX_RETURN_IF_ERROR(r.bytes("key", kStoreMaxKeyBytes, &request.key)); break;
+    case Opcode::kAuth:
+      COLLX_RETURN_IF_ERROR(r.exact_bytes("client nonce", auth::kNonceBytes, &request.nonce));
+      COLLX_RETURN_IF_ERROR(r.exact_bytes("client MAC", auth::kMacBytes, &request.mac));
+      break;
   }
   COLLX_RETURN_IF_ERROR(r.finish());
   if ((request.opcode == Opcode::kGet || request.opcode == Opcode::kWait) && request.timeout_ms < -1)
@@ -314,7 +340,14 @@ Status decode_reply(const uint8_t* data, size_t size, Reply* out, size_t* frame_
   COLLX_RETURN_IF_ERROR(r.bytes("message", kMaxMessageBytes, &reply.message));
   if (reply.status == COLLX_OK) {
     switch (reply.opcode) {
-      case Opcode::kHello: COLLX_RETURN_IF_ERROR(r.u16("server version", &reply.server_version)); break;
+      case Opcode::kHello:
+        COLLX_RETURN_IF_ERROR(r.u16("server version", &reply.server_version));
+        COLLX_RETURN_IF_ERROR(r.bytes("challenge", auth::kNonceBytes, &reply.challenge));
+        if (!reply.challenge.empty() && reply.challenge.size() != auth::kNonceBytes)
+          return make_status(COLLX_ERR_PROTOCOL, "HELLO reply: challenge of %zu bytes (expected 0 or %zu)",
+                             reply.challenge.size(), auth::kNonceBytes);
+        break;
+      case Opcode::kAuth: COLLX_RETURN_IF_ERROR(r.exact_bytes("server MAC", auth::kMacBytes, &reply.mac)); break;
       case Opcode::kGet:
       case Opcode::kCompareSet: COLLX_RETURN_IF_ERROR(r.bytes("value", kStoreMaxValueBytes, &reply.value)); break;
       case Opcode::kAdd: COLLX_RETURN_IF_ERROR(r.i64("new value", &reply.new_value)); break;

@@ -5,7 +5,7 @@
 //   u32 magic 0x434C5853 ("CLXS") | u16 version | u16 opcode | u32 request id | u32 body bytes
 // A reply carries the request's opcode with kReplyFlag set and the request's id. Body fields
 // are u32-length-prefixed byte strings, i64 numbers and u32 counts:
-//   HELLO          ->                                  reply: u16 server version
+//   HELLO          ->                                  reply: u16 server version, challenge
 //   SET            -> key, value                       reply: -
 //   GET            -> key, i64 timeout ms              reply: value
 //   ADD            -> key, i64 delta                   reply: i64 new value
@@ -13,9 +13,15 @@
 //   WAIT           -> u32 count, count x key, i64 timeout ms   reply: -
 //   DELETE         -> key                              reply: -
 //   PING           ->                                  reply: -
+//   AUTH           -> client nonce, client MAC         reply: server MAC
 // Every reply body starts with i32 status (a collx_status_t) and a message string; the
 // payload after them is present only when the status is COLLX_OK. GET and WAIT wait on the
 // server until their keys exist (timeout -1 = forever, 0 = do not wait).
+//
+// Job token (version 2, lib/common/auth.h): the HELLO reply's challenge is the server's
+// 32-byte nonce when it requires the token, empty otherwise. The client then sends AUTH with
+// its 32-byte nonce and MAC; the server answers with its own MAC, and until then refuses every
+// other request. Nonces and MACs are byte strings of exactly 32 bytes.
 //
 // Decoders check every length against the store limits before allocating anything, never
 // read past the input, and answer COLLX_ERR_PROTOCOL with a reason on malformed input.
@@ -33,7 +39,7 @@ namespace collx {
 namespace store_wire {
 
 constexpr uint32_t kMagic = 0x434C5853;  // "CLXS"
-constexpr uint16_t kProtocolVersion = 1;
+constexpr uint16_t kProtocolVersion = 2;  // 2: job token (AUTH, HELLO challenge)
 constexpr size_t kHeaderBytes = 16;
 constexpr uint16_t kReplyFlag = 0x8000;
 // Longest reply message (a timeout message names one key of up to kStoreMaxKeyBytes).
@@ -48,6 +54,7 @@ enum class Opcode : uint16_t {
   kWait = 6,
   kDelete = 7,
   kPing = 8,
+  kAuth = 9,
 };
 const char* opcode_name(Opcode opcode);
 
@@ -68,6 +75,8 @@ struct Request {
   Bytes expected;                 // COMPARE_SET
   int64_t delta = 0;              // ADD
   int64_t timeout_ms = -1;        // GET, WAIT: -1 waits forever
+  Bytes nonce;                    // AUTH: the client's nonce
+  Bytes mac;                      // AUTH: the client's MAC
 };
 
 struct Reply {
@@ -78,6 +87,8 @@ struct Reply {
   Bytes value;              // GET, COMPARE_SET
   int64_t new_value = 0;    // ADD
   uint16_t server_version = 0;  // HELLO
+  Bytes challenge;              // HELLO: the server's nonce; empty when no token is required
+  Bytes mac;                    // AUTH: the server's MAC
 };
 
 // Append one frame to *out. Fields must be within the limits the decoder enforces (callers

@@ -192,8 +192,8 @@ TEST(StoreWireTest, HeaderProblemsAreRejected) {
   expect_rejected(bad_magic, "bad magic");
 
   Bytes bad_version = frame;
-  bad_version[4] = 2;
-  expect_rejected(bad_version, "unsupported store protocol version 2");
+  bad_version[4] = 7;
+  expect_rejected(bad_version, "unsupported store protocol version 7");
 
   Bytes unknown_opcode = frame;
   unknown_opcode[6] = 99;
@@ -338,6 +338,22 @@ TEST(StoreWireTest, RandomAndMutatedInputsNeverCrashOrOverRead) {
     ASSERT_LE(frame_bytes, input.size());
   }
   EXPECT_GT(accepted, 0u);  // the mutations do reach the field decoders
+}
+
+// AUTH (job token) fields are exactly 32 bytes: a shorter nonce or MAC is malformed.
+TEST(StoreWireTest, AuthFieldsMustBeExactly32Bytes) {
+  Request auth;
+  auth.opcode = Opcode::kAuth;
+  auth.nonce.assign(32, 1);
+  auth.mac.assign(32, 2);
+  Request decoded;
+  size_t frame_bytes = 0;
+  Bytes frame = encoded(auth);
+  ASSERT_TRUE(decode_request(frame.data(), frame.size(), &decoded, &frame_bytes).ok());
+  EXPECT_EQ(decoded.nonce, auth.nonce);
+  EXPECT_EQ(decoded.mac, auth.mac);
+  auth.mac.resize(31);
+  expect_rejected(encoded(auth), "client MAC of 31 bytes (expected 32)");
 }
 
 }  // namespace

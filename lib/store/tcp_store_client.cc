@@ -16,6 +16,7 @@
 #include "lib/common/log.h"
 #include "lib/common/settings.h"
 #include "lib/store/store.h"
+#include "lib/store/store_auth.h"
 #include "lib/store/store_common.h"
 #include "lib/store/store_socket.h"
 #include "lib/store/store_wire.h"
@@ -47,23 +48,38 @@ enum class Outcome { kAnswered, kTimedOut, kServerGone, kBroken };
 
 class TcpStoreClient : public Store {
  public:
-  TcpStoreClient(std::string address, std::unique_ptr<Connection> first, int64_t operation_timeout_ms)
-      : address_(std::move(address)), operation_timeout_ms_(operation_timeout_ms) {
+  TcpStoreClient(std::string address, std::string token, std::unique_ptr<Connection> first,
+                 int64_t operation_timeout_ms)
+      : address_(std::move(address)), token_(std::move(token)), operation_timeout_ms_(operation_timeout_ms) {
     idle_.push_back(std::move(first));
   }
 
-  // The HELLO exchange of a fresh connection: agrees on the protocol version.
-  static Status hello(const std::string& address, Connection* connection, Deadline deadline) {
+  // The HELLO exchange of a fresh connection: agrees on the protocol version and, with a job
+  // token, runs the AUTH exchange (store_auth.h) before the connection is used.
+  static Status hello(const std::string& address, const std::string& token, Connection* connection,
+                      Deadline deadline) {
     Request request;
     request.opcode = Opcode::kHello;
     Reply reply;
+    COLLX_RETURN_IF_ERROR(handshake_step(address, connection, request, deadline, &reply));
+    bool needed = false;
+    auth::Nonce client_nonce;
+    const Bytes challenge = reply.challenge;
+    COLLX_RETURN_IF_ERROR(store_auth_request(address, token, challenge, &needed, &request, &client_nonce));
+    if (!needed) return Status::Ok();
+    COLLX_RETURN_IF_ERROR(handshake_step(address, connection, request, deadline, &reply));
+    return store_auth_check_server(address, token, challenge, client_nonce, reply.mac);
+  }
+
+  static Status handshake_step(const std::string& address, Connection* connection, Request& request,
+                               const Deadline& deadline, Reply* reply) {
     Status status;
-    Outcome outcome = exchange(address, connection, request, deadline, &reply, &status);
+    Outcome outcome = exchange(address, connection, request, deadline, reply, &status);
     if (outcome == Outcome::kTimedOut)
-      return make_status(COLLX_ERR_TIMEOUT, "connecting to the store at %s timed out waiting for its HELLO answer",
-                         address.c_str());
+      return make_status(COLLX_ERR_TIMEOUT, "connecting to the store at %s timed out waiting for its %s answer",
+                         address.c_str(), opcode_name(request.opcode));
     if (outcome != Outcome::kAnswered) return status;
-    if (reply.status != COLLX_OK) return Status(reply.status, reply.message);
+    if (reply->status != COLLX_OK) return Status(reply->status, reply->message);
     return Status::Ok();
   }
 
@@ -196,7 +212,7 @@ class TcpStoreClient : public Store {
     // The server answered before, so a refusal now means it is gone: no retries.
     auto connection = std::make_unique<Connection>();
     COLLX_RETURN_IF_ERROR(connect_tcp(address_, deadline, &connection->fd, /*retry=*/false));
-    COLLX_RETURN_IF_ERROR(hello(address_, connection.get(), deadline));
+    COLLX_RETURN_IF_ERROR(hello(address_, token_, connection.get(), deadline));
     *out = std::move(connection);
     return Status::Ok();
   }
@@ -211,6 +227,7 @@ class TcpStoreClient : public Store {
   static Status server_gone(const std::string& address, int error);
 
   const std::string address_;
+  const std::string token_;  // the job token; empty = none
   const int64_t operation_timeout_ms_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<Connection>> idle_;
@@ -301,12 +318,20 @@ int64_t operation_timeout_from_settings() {
 }  // namespace
 
 Status connect_tcp_store(const std::string& address, Deadline deadline, std::shared_ptr<Store>* out) {
+  std::string token;
+  COLLX_RETURN_IF_ERROR(auth::job_token_from_settings(&token));
+  return connect_tcp_store(address, token, deadline, out);
+}
+
+Status connect_tcp_store(const std::string& address, const std::string& job_token, Deadline deadline,
+                         std::shared_ptr<Store>* out) {
   if (out == nullptr) return make_status(COLLX_ERR_INVALID_ARG, "connect_tcp_store: out is null");
+  COLLX_RETURN_IF_ERROR(auth::check_token_usable(job_token));
   auto connection = std::make_unique<Connection>();
   COLLX_RETURN_IF_ERROR(connect_tcp(address, deadline, &connection->fd));
-  COLLX_RETURN_IF_ERROR(TcpStoreClient::hello(address, connection.get(), deadline));
+  COLLX_RETURN_IF_ERROR(TcpStoreClient::hello(address, job_token, connection.get(), deadline));
   COLLX_TRACE(STORE, "store client connected to %s", address.c_str());
-  *out = std::make_shared<TcpStoreClient>(address, std::move(connection), operation_timeout_from_settings());
+  *out = std::make_shared<TcpStoreClient>(address, job_token, std::move(connection), operation_timeout_from_settings());
   return Status::Ok();
 }
 

@@ -35,6 +35,10 @@ struct ServerConnection {
   size_t output_start = 0;
   uint32_t registered_events = 0;
   bool closing = false;  // send what is queued (an error reply), then close
+  // Job token: until it answered `challenge` (sent with the HELLO reply) a connection may
+  // only send HELLO and AUTH. Always true on a server without a token.
+  bool authenticated = false;
+  Bytes challenge;
 
   // A GET or WAIT held until its keys exist: `parked` names the one missing now.
   bool waiting = false;

@@ -3,7 +3,8 @@
 // of one connection are answered in order; a GET or WAIT whose keys are missing parks its
 // connection (indexed by the key it waits for) until a write supplies the key or its timeout
 // passes. A client that breaks the protocol is dropped with a warning naming it; everyone
-// else keeps being served.
+// else keeps being served. With a job token, a connection must pass the AUTH exchange
+// (store_auth.h) before any other request is processed.
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,6 +22,7 @@
 
 #include "lib/common/log.h"
 #include "lib/store/store.h"
+#include "lib/store/store_auth.h"
 #include "lib/store/store_common.h"
 #include "lib/store/store_socket.h"
 #include "lib/store/store_table.h"
@@ -48,9 +50,11 @@ constexpr uint64_t kListenToken = 1;
 
 class TcpStoreServerImpl : public TcpStoreServer {
  public:
-  TcpStoreServerImpl(std::string connect_host, int port, UniqueFd listen_fd, UniqueFd wake_fd, UniqueFd epoll_fd)
+  TcpStoreServerImpl(std::string connect_host, int port, std::string token, UniqueFd listen_fd, UniqueFd wake_fd,
+                     UniqueFd epoll_fd)
       : connect_host_(std::move(connect_host)),
         port_(port),
+        token_(std::move(token)),
         listen_fd_(std::move(listen_fd)),
         wake_fd_(std::move(wake_fd)),
         epoll_fd_(std::move(epoll_fd)) {
@@ -68,7 +72,7 @@ class TcpStoreServerImpl : public TcpStoreServer {
   int port() const override { return port_; }
 
   Status connect(Deadline deadline, std::shared_ptr<Store>* out) override {
-    return connect_tcp_store(format_host_port(connect_host_, port_), deadline, out);
+    return connect_tcp_store(format_host_port(connect_host_, port_), token_, deadline, out);
   }
 
  private:
@@ -87,7 +91,10 @@ class TcpStoreServerImpl : public TcpStoreServer {
   void send_reply(Connection* c, const Reply& reply);
   bool flush(Connection* c);
   void update_interest(Connection* c);
+  bool authenticate(Connection* c, const Request& request, Reply* reply);
   void protocol_violation(Connection* c, const Status& status);
+  void refuse(Connection* c, Reply reply, const Status& why);
+  void close_after_error(Connection* c, Reply reply, const Status& why);
   void close_connection(Connection* c);
   Connection* find(uint64_t id) {
     auto it = connections_.find(id);
@@ -97,6 +104,7 @@ class TcpStoreServerImpl : public TcpStoreServer {
 
   const std::string connect_host_;
   const int port_;
+  const std::string token_;  // the job token; empty = no authentication
   UniqueFd listen_fd_, wake_fd_, epoll_fd_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
@@ -186,6 +194,7 @@ void TcpStoreServerImpl::accept_all() {
       continue;
     }
     c->registered_events = ev.events;
+    c->authenticated = token_.empty();
     COLLX_TRACE(STORE, "store server: client %s connected", c->peer.c_str());
     connections_.emplace(c->id, std::move(c));
   }
@@ -284,8 +293,10 @@ void TcpStoreServerImpl::handle(Connection* c, Request request) {
   Reply reply;
   reply.opcode = request.opcode;
   reply.request_id = request.request_id;
+  if (!authenticate(c, request, &reply)) return;
   switch (request.opcode) {
-    case Opcode::kHello: reply.server_version = kProtocolVersion; break;
+    case Opcode::kHello:
+    case Opcode::kAuth: break;  // answered by authenticate()
     case Opcode::kPing: break;
     case Opcode::kSet:
       table_.set(request.key, std::move(request.value));
@@ -319,6 +330,41 @@ void TcpStoreServerImpl::handle(Connection* c, Request request) {
     case Opcode::kDelete: table_.remove(request.key); break;
   }
   send_reply(c, reply);
+}
+
+// The job token gate, run before any request is processed: answers HELLO (with a fresh
+// challenge) and AUTH into *reply, and refuses, logs and drops a connection that sends
+// anything else before authenticating or answers its challenge wrongly. False when the
+// request must not be processed further (the connection is closing).
+bool TcpStoreServerImpl::authenticate(Connection* c, const Request& request, Reply* reply) {
+  if (request.opcode == Opcode::kHello) {
+    reply->server_version = kProtocolVersion;
+    if (token_.empty()) return true;
+    auth::Nonce nonce;
+    Status status = auth::make_nonce(&nonce);
+    if (!status.ok()) {
+      refuse(c, *reply, status);
+      return false;
+    }
+    c->challenge.assign(nonce.begin(), nonce.end());
+    reply->challenge = c->challenge;
+    return true;
+  }
+  if (request.opcode == Opcode::kAuth) {
+    Status status = store_auth_check_client(token_, c->challenge, request, &reply->mac);
+    c->challenge.clear();  // one answer per challenge: no second guess
+    if (!status.ok()) {
+      refuse(c, *reply, status);
+      return false;
+    }
+    c->authenticated = true;
+    return true;
+  }
+  if (c->authenticated) return true;
+  refuse(c, *reply,
+         make_status(COLLX_ERR_PROTOCOL, "%s before authenticating: this store requires the job token (COLLX_JOB_TOKEN)",
+                     opcode_name(request.opcode)));
+  return false;
 }
 
 void TcpStoreServerImpl::park(Connection* c, Request request, size_t missing_index) {
@@ -455,10 +501,24 @@ void TcpStoreServerImpl::protocol_violation(Connection* c, const Status& status)
   }
   Reply reply;
   const uint16_t base = static_cast<uint16_t>(header.opcode & ~kReplyFlag);
-  reply.opcode = base >= 1 && base <= static_cast<uint16_t>(Opcode::kPing) ? static_cast<Opcode>(base) : Opcode::kHello;
+  reply.opcode = base >= 1 && base <= static_cast<uint16_t>(Opcode::kAuth) ? static_cast<Opcode>(base) : Opcode::kHello;
   reply.request_id = header.request_id;
-  reply.status = COLLX_ERR_PROTOCOL;
-  reply.message = "store server dropped the connection: " + status.message();
+  close_after_error(c, reply, status);
+}
+
+// Refuses a well-formed request (job token): the warning names the client and the reason,
+// the client gets the reason as an error reply, then the connection closes. Nothing else it
+// sent is processed.
+void TcpStoreServerImpl::refuse(Connection* c, Reply reply, const Status& why) {
+  COLLX_WARN(STORE, "store server: dropping client %s: %s", c->peer.c_str(), why.message().c_str());
+  close_after_error(c, reply, why);
+}
+
+void TcpStoreServerImpl::close_after_error(Connection* c, Reply reply, const Status& why) {
+  reply.status = why.ok() ? COLLX_ERR_PROTOCOL : why.code();
+  reply.message = "store server dropped the connection: " + why.message();
+  reply.challenge.clear();
+  reply.mac.clear();
   send_reply(c, reply);
   c->closing = true;
   c->input.clear();
@@ -477,7 +537,16 @@ void TcpStoreServerImpl::close_connection(Connection* c) {
 Status start_tcp_store_server(const std::string& address, std::unique_ptr<TcpStoreServer>* out,
                               bool* address_in_use) {
   if (address_in_use) *address_in_use = false;
+  std::string token;
+  COLLX_RETURN_IF_ERROR(auth::job_token_from_settings(&token));
+  return start_tcp_store_server(address, token, out, address_in_use);
+}
+
+Status start_tcp_store_server(const std::string& address, const std::string& job_token,
+                              std::unique_ptr<TcpStoreServer>* out, bool* address_in_use) {
+  if (address_in_use) *address_in_use = false;
   if (out == nullptr) return make_status(COLLX_ERR_INVALID_ARG, "start_tcp_store_server: out is null");
+  COLLX_RETURN_IF_ERROR(auth::check_token_usable(job_token));
   HostPort where;
   COLLX_RETURN_IF_ERROR(parse_host_port(address, &where));
   UniqueFd listen_fd;
@@ -499,8 +568,9 @@ Status start_tcp_store_server(const std::string& address, std::unique_ptr<TcpSto
   std::string connect_host = where.host;
   if (connect_host == "0.0.0.0") connect_host = "127.0.0.1";
   if (connect_host == "::") connect_host = "::1";
-  COLLX_INFO(STORE, "store server listening on %s", format_host_port(where.host, port).c_str());
-  *out = std::make_unique<TcpStoreServerImpl>(connect_host, port, std::move(listen_fd), std::move(wake_fd),
+  COLLX_INFO(STORE, "store server listening on %s%s", format_host_port(where.host, port).c_str(),
+             job_token.empty() ? "" : " (job token required)");
+  *out = std::make_unique<TcpStoreServerImpl>(connect_host, port, job_token, std::move(listen_fd), std::move(wake_fd),
                                               std::move(epoll_fd));
   return Status::Ok();
 }

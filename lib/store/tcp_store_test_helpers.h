@@ -93,6 +93,15 @@ class RawClient {
       received->insert(received->end(), buffer, buffer + n);
     }
   }
+  // The one reply the server sends before it closes the connection: false when it sent
+  // anything else or more, or did not close within 5 s.
+  bool read_final_reply(Reply* reply) {
+    Bytes received;
+    if (!read_until_closed(&received)) return false;
+    size_t frame_bytes = 0;
+    return decode_reply(received.data(), received.size(), reply, &frame_bytes).ok() && frame_bytes > 0 &&
+           frame_bytes == received.size();
+  }
   // The next reply frame (false on timeout or close).
   bool read_reply(Reply* reply) {
     while (true) {

@@ -6,15 +6,16 @@ namespace collx {
 namespace testing {
 namespace {
 
-class AllreduceSweep : public ::testing::TestWithParam<int> {};
+class AllreduceSweep : public ::testing::TestWithParam<SweepWorld> {};
 
 TEST_P(AllreduceSweep, EveryCaseMatchesReference) {
-  ThreadRanks world(GetParam());
+  ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
   ASSERT_TRUE(world.ok()) << world.error();
   std::vector<CollCase> cases;
   for (size_t count : sweep_counts())
     for (collx_datatype_t dt : sweep_datatypes())
       for (collx_op_t op : sweep_ops())
+        if (sweep_case_wanted(count, dt, op))
         for (bool in_place : {false, true})
           for (collx_algorithm_t algo : {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING, COLLX_ALGO_RABENSEIFNER}) {
             CollCase c;
@@ -30,7 +31,7 @@ TEST_P(AllreduceSweep, EveryCaseMatchesReference) {
 }
 
 TEST_P(AllreduceSweep, AutomaticChoiceMatchesReferenceAcrossTheCutOver) {
-  ThreadRanks world(GetParam());
+  ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
   ASSERT_TRUE(world.ok()) << world.error();
   std::vector<CollCase> cases;
   for (size_t count : {size_t{1}, size_t{16 << 10}, size_t{64 << 10} + 1, size_t{256 << 10}}) {
@@ -42,7 +43,7 @@ TEST_P(AllreduceSweep, AutomaticChoiceMatchesReferenceAcrossTheCutOver) {
   run_cases(world, cases);
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, AllreduceSweep, ::testing::ValuesIn(sweep_world_sizes()));
+INSTANTIATE_TEST_SUITE_P(Worlds, AllreduceSweep, ::testing::ValuesIn(sweep_worlds()), SweepWorldName());
 
 }  // namespace
 }  // namespace testing

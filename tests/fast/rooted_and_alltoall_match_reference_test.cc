@@ -6,14 +6,15 @@ namespace collx {
 namespace testing {
 namespace {
 
-class RootedSweep : public ::testing::TestWithParam<int> {};
+class RootedSweep : public ::testing::TestWithParam<SweepWorld> {};
 
 TEST_P(RootedSweep, BroadcastFromEveryRootMatchesReference) {
-  ThreadRanks world(GetParam());
+  ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
   ASSERT_TRUE(world.ok()) << world.error();
   std::vector<CollCase> cases;
   for (size_t count : sweep_counts())
     for (collx_datatype_t dt : sweep_datatypes())
+      if (sweep_datatype_wanted(count, dt))
       for (bool in_place : {false, true})
         for (int root = 0; root < world.size(); ++root) {
           // Every root for small counts; the large count from two roots keeps the tier fast.
@@ -31,12 +32,13 @@ TEST_P(RootedSweep, BroadcastFromEveryRootMatchesReference) {
 }
 
 TEST_P(RootedSweep, ReduceToEveryRootMatchesReference) {
-  ThreadRanks world(GetParam());
+  ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
   ASSERT_TRUE(world.ok()) << world.error();
   std::vector<CollCase> cases;
   for (size_t count : sweep_counts())
     for (collx_datatype_t dt : sweep_datatypes())
       for (collx_op_t op : sweep_ops())
+        if (sweep_case_wanted(count, dt, op))
         for (bool in_place : {false, true}) {
           CollCase c;
           c.coll = COLLX_COLL_REDUCE;
@@ -52,11 +54,12 @@ TEST_P(RootedSweep, ReduceToEveryRootMatchesReference) {
 }
 
 TEST_P(RootedSweep, AlltoallMatchesReference) {
-  ThreadRanks world(GetParam());
+  ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
   ASSERT_TRUE(world.ok()) << world.error();
   std::vector<CollCase> cases;
   for (size_t count : sweep_counts())
     for (collx_datatype_t dt : sweep_datatypes()) {
+      if (!sweep_datatype_wanted(count, dt)) continue;
       CollCase c;
       c.coll = COLLX_COLL_ALLTOALL;
       c.count = count;
@@ -67,7 +70,7 @@ TEST_P(RootedSweep, AlltoallMatchesReference) {
   run_cases(world, cases);
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, RootedSweep, ::testing::ValuesIn(sweep_world_sizes()));
+INSTANTIATE_TEST_SUITE_P(Worlds, RootedSweep, ::testing::ValuesIn(sweep_worlds()), SweepWorldName());
 
 }  // namespace
 }  // namespace testing

@@ -6,15 +6,16 @@ namespace collx {
 namespace testing {
 namespace {
 
-class ScatterGatherSweep : public ::testing::TestWithParam<int> {};
+class ScatterGatherSweep : public ::testing::TestWithParam<SweepWorld> {};
 
 TEST_P(ScatterGatherSweep, ReduceScatterMatchesReference) {
-  ThreadRanks world(GetParam());
+  ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
   ASSERT_TRUE(world.ok()) << world.error();
   std::vector<CollCase> cases;
   for (size_t count : sweep_counts())
     for (collx_datatype_t dt : sweep_datatypes())
       for (collx_op_t op : sweep_ops())
+        if (sweep_case_wanted(count, dt, op))
         for (bool in_place : {false, true}) {
           CollCase c;
           c.coll = COLLX_COLL_REDUCE_SCATTER;
@@ -29,11 +30,12 @@ TEST_P(ScatterGatherSweep, ReduceScatterMatchesReference) {
 }
 
 TEST_P(ScatterGatherSweep, AllgatherMatchesReference) {
-  ThreadRanks world(GetParam());
+  ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
   ASSERT_TRUE(world.ok()) << world.error();
   std::vector<CollCase> cases;
   for (size_t count : sweep_counts())
     for (collx_datatype_t dt : sweep_datatypes())
+      if (sweep_datatype_wanted(count, dt))
       for (bool in_place : {false, true}) {
         CollCase c;
         c.coll = COLLX_COLL_ALLGATHER;
@@ -46,7 +48,7 @@ TEST_P(ScatterGatherSweep, AllgatherMatchesReference) {
   run_cases(world, cases);
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, ScatterGatherSweep, ::testing::ValuesIn(sweep_world_sizes()));
+INSTANTIATE_TEST_SUITE_P(Worlds, ScatterGatherSweep, ::testing::ValuesIn(sweep_worlds()), SweepWorldName());
 
 }  // namespace
 }  // namespace testing

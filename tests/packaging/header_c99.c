@@ -1,6 +1,8 @@
 /* The public header must stay plain C99: no C++ or GNU-only constructs, no warnings under
  * -pedantic -Werror. Touch the types and enums so their definitions are checked too. */
 #include <collx/collx.h>
+#include <collx/parallel.h>
+#include <collx/topology.h>
 
 int header_uses(void);
 int header_uses(void) {
@@ -12,5 +14,12 @@ int header_uses(void) {
   (void)collx_config_init(&config, sizeof config);
   (void)collx_opts_init(&opts, sizeof opts);
   (void)collx_allreduce(NULL, NULL, 0, dt, op, comm, &opts);
+  {
+    collx_topo_t topo = NULL;
+    collx_topo_object_t object;
+    (void)collx_topo_object_init(&object, sizeof object);
+    (void)collx_topo_get(topo, COLLX_TOPO_GPU, 0, &object);
+    (void)collx_topo_free(topo);
+  }
   return COLLX_VERSION_CODE > 0 && COLLX_OK == 0;
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/support/process_ranks.h"
+#include "tests/support/transports_under_test.h"
 
 namespace collx {
 namespace testing {
@@ -29,10 +30,30 @@ int64_t now_us() {
       .count();
 }
 
-TEST(KilledRank, EverySurvivorGetsARemoteErrorNamingItWithinTwoSeconds) {
+// Names in /dev/shm that end in "-<pid>" (collx names its segments /collx-<comm>-<rank>-<pid>).
+std::string shm_objects_of(pid_t pid) {
+  std::string found;
+  const std::string suffix = "-" + std::to_string(pid);
+  if (DIR* dir = opendir("/dev/shm")) {
+    while (dirent* e = readdir(dir)) {
+      std::string name = e->d_name;
+      if (name.rfind("collx-", 0) == 0 && name.size() > suffix.size() &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        found += name + " ";
+      }
+    }
+    closedir(dir);
+  }
+  return found;
+}
+
+class KilledRank : public ::testing::TestWithParam<TransportUnderTest> {};
+
+TEST_P(KilledRank, EverySurvivorGetsARemoteErrorNamingItWithinTwoSeconds) {
   // Shared with the children: when rank 3 died, and what each survivor saw.
   struct Shared {
     int64_t killed_at_us;
+    pid_t pids[4];
     int64_t failed_at_us[4];
     int code[4];
     char message[4][256];
@@ -44,6 +65,7 @@ TEST(KilledRank, EverySurvivorGetsARemoteErrorNamingItWithinTwoSeconds) {
   auto results = run_comm_processes(
       4, 60000,
       [shared](int rank, int, collx_comm_t comm) {
+        shared->pids[rank] = getpid();
         std::vector<float> buf(4 << 20, 1.0f);  // 16 MiB: the kill lands mid-transfer
         for (int iter = 0; iter < 1000; ++iter) {
           if (rank == 3 && iter == 3) {
@@ -60,7 +82,7 @@ TEST(KilledRank, EverySurvivorGetsARemoteErrorNamingItWithinTwoSeconds) {
         }
         return 1;  // never noticed
       },
-      /*comm_timeout_ms=*/60000);
+      /*comm_timeout_ms=*/60000, GetParam().mask);
   EXPECT_EQ(results[3].signal, SIGKILL) << describe(results);
   for (int r = 0; r < 3; ++r) {
     SCOPED_TRACE("survivor rank " + std::to_string(r) + ": " + shared->message[r]);
@@ -70,8 +92,14 @@ TEST(KilledRank, EverySurvivorGetsARemoteErrorNamingItWithinTwoSeconds) {
     EXPECT_LT(seconds, 2.0) << "the failure was seen after " << seconds << " s";
     EXPECT_NE(std::string(shared->message[r]).find("rank 3"), std::string::npos) << "the error must name the rank that died";
   }
+  // Nothing of the job is left in /dev/shm, not even the killed rank's segment.
+  for (pid_t pid : shared->pids) {
+    EXPECT_EQ(shm_objects_of(pid), "") << "left in /dev/shm by pid " << pid;
+  }
   munmap(shared, sizeof *shared);
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryTransport, KilledRank, ::testing::ValuesIn(transports_under_test()), TransportName());
 
 TEST(Mismatch, DifferentDatatypesBetweenProcessesFailBothWithMismatch) {
   auto results = run_comm_processes(2, 30000, [](int rank, int, collx_comm_t comm) {
@@ -161,6 +189,7 @@ TEST(Garbage, BytesOnTheStoreAndTransportPortsAreDroppedAndTheJobContinues) {
       mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(shared, MAP_FAILED);
   std::memset(shared, 0, sizeof *shared);
+  // Over TCP: the transport listens on ports of its own (shm and ucx here do not).
   auto results = run_comm_processes(2, 60000, [shared](int rank, int, collx_comm_t comm) {
     shared->pids[rank] = getpid();
     float x = 1, y = 0;
@@ -189,7 +218,7 @@ TEST(Garbage, BytesOnTheStoreAndTransportPortsAreDroppedAndTheJobContinues) {
       COLLX_CHILD_CHECK(rc == COLLX_OK && v[99999] == 3.0, "allreduce after garbage: %s", collx_last_error(comm));
     }
     return 0;
-  });
+  }, /*comm_timeout_ms=*/30000, COLLX_TRANSPORT_TCP);
   for (const RankResult& r : results) EXPECT_EQ(r.exit_code, 0) << describe(results);
   EXPECT_EQ(shared->garbage_sent, 1);
   EXPECT_GE(shared->ports_hit, 3) << "expected the store port and a transport port per rank";

@@ -3,7 +3,6 @@
 #include "transports/shm/shm_engine.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -200,31 +199,14 @@ Status ShmEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, siz
   return Status::Ok();
 }
 
-Status ShmEngine::timeout_status(Request* const* reqs, size_t count, int64_t waited_ms) const {
-  std::string pending;
-  int listed = 0, more = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const Request* r = reqs[i];
-    if (r == nullptr || r->done()) continue;
-    if (listed == 8) {
-      ++more;
-      continue;
-    }
-    if (listed++ > 0) pending += ", ";
-    if (r->is_send) {
-      auto* op = static_cast<const SendOp*>(r->transport_private);
-      const char* stage = op == nullptr ? "queued" : op->rndv ? (op->started ? "announced, not yet taken" : "queued")
-                                                              : (op->started ? "partly in the ring" : "queued");
-      pending += string_printf("send to rank %d (%zu bytes, %s)", r->peer, r->bytes, stage);
-    } else {
-      auto* m = static_cast<const InMsg*>(r->transport_private);
-      pending += string_printf("recv from rank %d (%zu bytes, %" PRIu64 " received)", r->peer, r->bytes,
-                               m ? m->received : 0);
-    }
+std::string ShmEngine::wait_pending_detail(const Request& r) const {
+  if (r.is_send) {
+    auto* op = static_cast<const SendOp*>(r.transport_private);
+    return op == nullptr ? "queued" : op->rndv ? (op->started ? "announced, not yet taken" : "queued")
+                                               : (op->started ? "partly in the ring" : "queued");
   }
-  if (more > 0) pending += string_printf(", and %d more", more);
-  return make_status(COLLX_ERR_TIMEOUT, "rank %d: timed out after %lld ms; still waiting for: %s", rank_,
-                     static_cast<long long>(waited_ms), pending.c_str());
+  auto* m = static_cast<const InMsg*>(r.transport_private);
+  return string_printf("%" PRIu64 " received", m ? m->received : 0);
 }
 
 // The driver found nothing to do: sleep on our futex until a peer (or abort, or another
@@ -249,65 +231,21 @@ void ShmEngine::idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline)
 }
 
 Status ShmEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline) {
-  const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mu_);
-  bool driver = false;
-  struct DriverRelease {
-    ShmEngine* engine;
-    bool* driver;
-    ~DriverRelease() {
-      if (!*driver) return;
-      engine->driving_ = false;
-      engine->cv_.notify_all();
-    }
-  } release{this, &driver};
-  int64_t idle_since = 0;
-  for (;;) {
-    if (aborted_.load(std::memory_order_acquire)) {
-      poison_locked(aborted_status(), false);
-      return aborted_status();
-    }
-    bool all_done = true;
-    for (size_t i = 0; i < count; ++i) {
-      const Request* r = reqs[i];
-      if (r == nullptr) continue;
-      if (!r->done()) {
-        all_done = false;
-      } else if (r->failed()) {
-        return r->status();
-      }
-    }
-    if (all_done) return Status::Ok();
-    if (!poison_.ok()) return poison_;
-    if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the shm transport is closed", rank_);
-    if (deadline.expired()) {
-      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-      return timeout_status(reqs, count, waited.count());
-    }
-    if (driver || !driving_) {
-      driving_ = driver = true;
-      const uint64_t before = completions_;
-      const bool moved = progress();
-      if (moved) {
-        idle_since = 0;
-      } else {
-        const int64_t now = monotonic_us();
-        if (idle_since == 0) idle_since = now;
-        if (now - idle_since < kSpinUs) {
-          // Never spin without yielding: 8 ranks may share 2 cores.
-          lock.unlock();
-          ::sched_yield();
-          lock.lock();
-        } else {
-          idle_wait(lock, deadline);
-        }
-      }
-      if (completions_ != before) cv_.notify_all();  // followers' requests may be among them
-    } else {
-      auto wake_at = std::min(deadline.time_point(), std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
-      cv_.wait_until(lock, wake_at);
-    }
-  }
+  return waiter_.wait_all(lock, reqs, count, deadline);
+}
+
+Status ShmEngine::wait_on_aborted() {
+  poison_locked(aborted_status(), false);
+  return aborted_status();
+}
+
+// Poll the rings; with nothing to do yield for kSpinUs, then sleep on our futex.
+void ShmEngine::wait_drive(std::unique_lock<std::mutex>& lock, Request* const*, size_t, Deadline deadline,
+                           transport::IdlePacer& pacer) {
+  const bool moved = progress();
+  if (deadline.expired()) return;  // report completions or the timeout, never sleep
+  pacer.pace(moved, kSpinUs, lock, [&] { idle_wait(lock, deadline); });
 }
 
 void ShmEngine::cancel(Request* const* reqs, size_t count) {

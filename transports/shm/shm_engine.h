@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "transports/common/engine_overrides.h"
+#include "transports/common/wait_driver.h"
 #include "transports/shm/shm_liveness.h"
 #include "transports/shm/shm_ring.h"
 #include "transports/shm/shm_segment.h"
@@ -80,6 +82,10 @@ struct Peer {
   std::deque<SendOp*> chunk_ops;                        // rendezvous streamed in chunks
   std::unordered_map<uint64_t, SendOp*> awaiting;       // rendezvous waiting for ACK
   std::deque<CellHeader> ctrl_out;                      // control cells not yet pushed
+  // Matched rendezvous messages not pulled yet because their reply (ACK / SEND_CHUNKS) would
+  // not fit in the peer's control ring. A receive completes only once its reply is in the
+  // ring, so nothing is left for us to deliver after our caller stops calling in.
+  std::deque<InMsg*> pulls_waiting;
   std::unordered_map<uint64_t, std::unique_ptr<InMsg>> live;
   std::unordered_map<uint64_t, std::deque<Request*>> posted;
   std::unordered_map<uint64_t, std::deque<InMsg*>> unexpected;
@@ -88,7 +94,7 @@ struct Peer {
   bool departed = false;
 };
 
-class ShmEngine final : public transport::Transport {
+class ShmEngine final : public transport::Transport, private transport::WaitHooks {
  public:
   ShmEngine(const ShmTransportParams& params, std::unique_ptr<Segment> own);
   ~ShmEngine() override;
@@ -99,23 +105,15 @@ class ShmEngine final : public transport::Transport {
   const char* name() const override { return "shm"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  Status post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) override;
-  Status post_recv(Request* req, int peer, uint64_t tag, void* buf, size_t bytes, const OpDesc& desc) override;
-  Status wait_all(Request* const* reqs, size_t count, Deadline deadline) override;
-  void cancel(Request* const* reqs, size_t count) override;
-  void set_active_op(const OpDesc* desc) override;
-  void poison(const Status& status, bool notify_peers) override;
-  Status health() const override;
-  void abort() override;
-  void close(Deadline deadline) override;
+  COLLX_TRANSPORT_ENGINE_OVERRIDES;
 
  private:
   // ---- shm_engine.cc
   Status usable_locked();
   Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const;
   Status post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
-  Status timeout_status(Request* const* reqs, size_t count, int64_t waited_ms) const;
   Status aborted_status() const;
+  COLLX_WAIT_HOOKS_OVERRIDES;  // for waiter_
   void idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline);
   void notify_waiters();
 
@@ -126,6 +124,10 @@ class ShmEngine final : public transport::Transport {
   bool poll_data(Peer& p);
   bool handle_announce(Peer& p, const CellHeader& h, const uint8_t* payload);
   void start_pull(Peer& p, InMsg* m);
+  void pull_now(Peer& p, InMsg* m);
+  bool retry_pulls(Peer& p);
+  bool reply_fits(Peer& p);
+  void push_reply(Peer& p, CellType type, const InMsg& m);
   void complete_message(Peer& p, InMsg* m);
   void complete_send(Peer& p, SendOp* op);
   void release_staging(InMsg* m);
@@ -165,6 +167,8 @@ class ShmEngine final : public transport::Transport {
   uint64_t unexpected_bytes_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;
   int64_t last_liveness_us_ = 0;
+  transport::WaitDriver waiter_{*this, {cv_, driving_, completions_, aborted_, poison_, closed_}, rank_, "shm",
+                                transport::WaitDriver::ExpiredDeadline::kOnePass};  // last: refers to the above
 };
 
 // Wakes waiters when completions happened while it was alive (mutex held throughout).

@@ -47,6 +47,7 @@ bool ShmEngine::progress() {
     if (!poison_.ok()) return true;
     moved |= poll_data(p);
     if (!poison_.ok()) return true;
+    moved |= retry_pulls(p);
     moved |= push_sends(p);
     if (!poison_.ok()) return true;
   }
@@ -325,9 +326,52 @@ bool ShmEngine::handle_announce(Peer& p, const CellHeader& h, const uint8_t* pay
   return true;
 }
 
-// A rendezvous message met its receive: copy it straight from the sender's buffer, or ask
-// for it through the ring when cross-memory attach is not allowed.
+// A rendezvous message met its receive. Its reply must fit in the sender's control ring
+// before we take it: otherwise it waits (in order) in pulls_waiting, retried by progress
+// once the sender consumed some replies (it wakes us when it frees a full ring).
 void ShmEngine::start_pull(Peer& p, InMsg* m) {
+  if (p.pulls_waiting.empty() && reply_fits(p)) {
+    pull_now(p, m);
+  } else {
+    p.pulls_waiting.push_back(m);
+  }
+}
+
+bool ShmEngine::retry_pulls(Peer& p) {
+  bool moved = false;
+  while (!p.pulls_waiting.empty() && poison_.ok() && reply_fits(p)) {
+    InMsg* m = p.pulls_waiting.front();
+    p.pulls_waiting.pop_front();
+    if (m->recv == nullptr) {
+      // Its receive was cancelled: release the sender's buffer without reading it.
+      push_reply(p, CellType::kAck, *m);
+      p.live.erase(m->msg_id);
+    } else {
+      pull_now(p, m);
+    }
+    moved = true;
+  }
+  return moved;
+}
+
+// True when one more control cell can go to the peer right now.
+bool ShmEngine::reply_fits(Peer& p) {
+  if (!p.ctrl_out.empty() || !p.out_ctrl.valid()) return false;
+  bool corrupt = false;
+  const bool room = p.out_ctrl.producer_slot(&corrupt) != nullptr;  // also asks to be woken when full
+  if (corrupt) protocol_error(p, "impossible control ring indices in its segment");
+  return room;
+}
+
+// Called only after reply_fits: the cell goes straight into the ring.
+void ShmEngine::push_reply(Peer& p, CellType type, const InMsg& m) {
+  p.ctrl_out.push_back(make_header(type, m.tag, m.msg_id, m.bytes, 0, 0, m.desc));
+  push_sends(p);
+}
+
+// Copy the message straight from the sender's buffer, or ask for it through the ring when
+// cross-memory attach is not allowed.
+void ShmEngine::pull_now(Peer& p, InMsg* m) {
   if (!force_ring_copy_ && !p.cma_unsupported) {
     int error = 0;
     PullResult r = pull_from_peer(static_cast<pid_t>(m->src_pid), m->src_addr, m->recv->buffer, m->bytes, &error);
@@ -339,9 +383,8 @@ void ShmEngine::start_pull(Peer& p, InMsg* m) {
       // wait, fails the receive. Not called from here: we may be inside its ring drain.)
       if (p.seg.header()->state.load(std::memory_order_acquire) != static_cast<uint32_t>(RankState::kAlive)) return;
       m->received = m->bytes;
-      p.ctrl_out.push_back(make_header(CellType::kAck, m->tag, m->msg_id, m->bytes, 0, 0, m->desc));
+      push_reply(p, CellType::kAck, *m);
       complete_message(p, m);
-      push_sends(p);
       return;
     }
     if (r == PullResult::kFailed) {
@@ -359,8 +402,7 @@ void ShmEngine::start_pull(Peer& p, InMsg* m) {
     p.cma_unsupported = true;
   }
   m->chunked = true;
-  p.ctrl_out.push_back(make_header(CellType::kSendChunks, m->tag, m->msg_id, m->bytes, 0, 0, m->desc));
-  push_sends(p);
+  push_reply(p, CellType::kSendChunks, *m);
 }
 
 void ShmEngine::complete_message(Peer& p, InMsg* m) {
@@ -476,6 +518,7 @@ void ShmEngine::fail_peer_requests(Peer& p, const Status& status) {
   p.chunk_ops.clear();
   p.awaiting.clear();
   p.ctrl_out.clear();
+  p.pulls_waiting.clear();  // its messages were failed or dropped above
 }
 
 void ShmEngine::protocol_error(Peer& p, const std::string& why) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tests/support/board_bootstrap.h"
+#include "transports/conformance/transport_test_util.h"
 #include "transports/shm/shm_transport.h"
 
 namespace collx {
@@ -108,40 +109,16 @@ inline std::vector<int> run_processes(int size, const std::function<int(int)>& f
     }                                                                           \
   } while (0)
 
-// ---- common
-inline std::string describe_op(const OpDesc& d) {
-  static const char* kinds[] = {"send", "allreduce", "broadcast", "reduce", "allgather"};
-  const char* kind = d.kind < 5 ? kinds[d.kind] : "op";
-  return std::string(kind) + " #" + std::to_string(d.seq) + " (count " + std::to_string(d.count) + ")";
-}
-
-inline uint64_t next_comm_id() {
-  static std::atomic<uint64_t> counter{1};
-  return (static_cast<uint64_t>(::getpid()) << 32) | counter.fetch_add(1);
-}
+// ---- common (transport-neutral helpers live in transports/conformance/transport_test_util.h)
+using transport_test::describe_op;
+using transport_test::fill;
+using transport_test::first_bad;
+using transport_test::next_comm_id;
+using transport_test::pattern;
+using transport_test::wait_one;
 
 inline ShmTransportParams make_params(int rank, int size, uint64_t comm_id, transport::Bootstrap* bootstrap) {
-  ShmTransportParams p;
-  p.rank = rank;
-  p.size = size;
-  p.comm_id = comm_id;
-  p.bootstrap = bootstrap;
-  p.describe = describe_op;
-  p.deadline = Deadline::after_ms(20000);
-  return p;
-}
-
-// Deterministic content: byte i of message `seed`.
-inline uint8_t pattern(uint64_t seed, size_t i) { return static_cast<uint8_t>((i * 131u + seed * 7u + (i >> 12)) & 0xff); }
-inline void fill(std::vector<uint8_t>& v, uint64_t seed) {
-  for (size_t i = 0; i < v.size(); ++i) v[i] = pattern(seed, i);
-}
-// Index of the first wrong byte, or -1.
-inline long long first_bad(const std::vector<uint8_t>& v, uint64_t seed) {
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] != pattern(seed, i)) return static_cast<long long>(i);
-  }
-  return -1;
+  return transport_test::job_params<ShmTransportParams>(rank, size, comm_id, bootstrap);
 }
 
 // Entries of /dev/shm that belong to comm_id (any rank, any pid).
@@ -156,11 +133,6 @@ inline std::vector<std::string> shm_leftovers(uint64_t comm_id) {
     ::closedir(d);
   }
   return found;
-}
-
-inline Status wait_one(transport::Transport* t, Request* r, int64_t ms = 20000) {
-  Request* reqs[] = {r};
-  return t->wait_all(reqs, 1, Deadline::after_ms(ms));
 }
 
 }  // namespace shm_test

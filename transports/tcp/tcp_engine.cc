@@ -238,88 +238,34 @@ Status TcpEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, siz
   return Status::Ok();
 }
 
-Status TcpEngine::timeout_status(Request* const* reqs, size_t count, int64_t waited_ms) const {
-  std::string pending;
-  int listed = 0, more = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const Request* r = reqs[i];
-    if (r == nullptr || r->done()) continue;
-    if (listed == 8) {
-      ++more;
-      continue;
-    }
-    if (listed++ > 0) pending += ", ";
-    if (r->is_send) {
-      auto* op = static_cast<const SendOp*>(r->transport_private);
-      pending += string_printf("send to rank %d (%zu bytes, %" PRIu64 " sent)", r->peer, r->bytes,
-                               op ? op->payload_sent : 0);
-    } else {
-      auto* m = static_cast<const InMsg*>(r->transport_private);
-      pending += string_printf("recv from rank %d (%zu bytes, %" PRIu64 " received)", r->peer, r->bytes,
-                               m ? m->received : 0);
-    }
+std::string TcpEngine::wait_pending_detail(const Request& r) const {
+  if (r.is_send) {
+    auto* op = static_cast<const SendOp*>(r.transport_private);
+    return string_printf("%" PRIu64 " sent", op ? op->payload_sent : 0);
   }
-  if (more > 0) pending += string_printf(", and %d more", more);
-  return make_status(COLLX_ERR_TIMEOUT, "rank %d: timed out after %lld ms; still waiting for: %s", rank_,
-                     static_cast<long long>(waited_ms), pending.c_str());
+  auto* m = static_cast<const InMsg*>(r.transport_private);
+  return string_printf("%" PRIu64 " received", m ? m->received : 0);
 }
 
 Status TcpEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline) {
-  const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mu_);
-  bool driver = false;
-  // Whoever drives hands the role on when leaving, so another waiter takes over.
-  struct DriverRelease {
-    TcpEngine* engine;
-    bool* driver;
-    ~DriverRelease() {
-      if (!*driver) return;
-      engine->driving_ = false;
-      engine->cv_.notify_all();
-    }
-  } release{this, &driver};
-  bool polled = false;
+  return waiter_.wait_all(lock, reqs, count, deadline);
+}
 
-  for (;;) {
-    if (aborted_.load(std::memory_order_acquire)) {
-      poison_locked(aborted_status(), false);
-      return aborted_status();
-    }
-    bool all_done = true;
-    for (size_t i = 0; i < count; ++i) {
-      const Request* r = reqs[i];
-      if (r == nullptr) continue;
-      if (!r->done()) {
-        all_done = false;
-      } else if (r->failed()) {
-        return r->status();
-      }
-    }
-    if (all_done) return Status::Ok();
-    if (!poison_.ok()) return poison_;
-    if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the TCP transport is closed", rank_);
-    // An already-expired deadline (a test() style poll) still gets one non-blocking pass
-    // when nobody else drives, so polling alone makes progress.
-    if (deadline.expired() && (polled || (driving_ && !driver))) {
-      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-      return timeout_status(reqs, count, waited.count());
-    }
-    if (driver || !driving_) {
-      polled = true;
-      driving_ = true;
-      driver = true;
-      uint64_t before = completions_;
-      driver_reqs_ = reqs;
-      driver_count_ = count;
-      drive_once(lock, deadline);
-      driver_reqs_ = nullptr;
-      driver_count_ = 0;
-      if (completions_ != before) cv_.notify_all();
-    } else {
-      auto wake_at = std::min(deadline.time_point(), std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
-      cv_.wait_until(lock, wake_at);
-    }
-  }
+Status TcpEngine::wait_on_aborted() {
+  poison_locked(aborted_status(), false);
+  return aborted_status();
+}
+
+// drive_once paces itself (a short poll before the epoll sleep); it stops reading once the
+// driver's own requests are done (driver_reqs_).
+void TcpEngine::wait_drive(std::unique_lock<std::mutex>& lock, Request* const* reqs, size_t count, Deadline deadline,
+                           transport::IdlePacer&) {
+  driver_reqs_ = reqs;
+  driver_count_ = count;
+  drive_once(lock, deadline);
+  driver_reqs_ = nullptr;
+  driver_count_ = 0;
 }
 
 void TcpEngine::cancel(Request* const* reqs, size_t count) {

@@ -25,6 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "transports/common/engine_overrides.h"
+#include "transports/common/wait_driver.h"
 #include "transports/tcp/socket_util.h"
 #include "transports/tcp/tcp_mesh.h"
 #include "transports/tcp/tcp_transport.h"
@@ -161,7 +163,7 @@ struct Stray {
   size_t got = 0;
 };
 
-class TcpEngine final : public TcpTransport {
+class TcpEngine final : public TcpTransport, private transport::WaitHooks {
  public:
   TcpEngine(const TcpTransportParams& params, Fd listener, SocketAddress listen_address,
             const std::vector<SocketAddress>& peer_addresses, MeshSockets sockets);
@@ -173,15 +175,7 @@ class TcpEngine final : public TcpTransport {
   int size() const override { return size_; }
   std::string listen_address() const override { return listen_address_.to_string(); }
 
-  Status post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) override;
-  Status post_recv(Request* req, int peer, uint64_t tag, void* buf, size_t bytes, const OpDesc& desc) override;
-  Status wait_all(Request* const* reqs, size_t count, Deadline deadline) override;
-  void cancel(Request* const* reqs, size_t count) override;
-  void set_active_op(const OpDesc* desc) override;
-  void poison(const Status& status, bool notify_peers) override;
-  Status health() const override;
-  void abort() override;
-  void close(Deadline deadline) override;
+  COLLX_TRANSPORT_ENGINE_OVERRIDES;
 
  private:
   friend class CompletionNotifier;
@@ -190,11 +184,11 @@ class TcpEngine final : public TcpTransport {
   Status usable_locked();
   Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const;
   Status post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
-  Status timeout_status(Request* const* reqs, size_t count, int64_t waited_ms) const;
   void flush_for_close(std::unique_lock<std::mutex>& lock, Deadline deadline);
   void close_sockets(std::unique_lock<std::mutex>& lock, bool orderly, Deadline deadline);
   std::string describe(const OpDesc& desc) const;
   Status aborted_status() const;
+  COLLX_WAIT_HOOKS_OVERRIDES;  // for waiter_
 
   // ---- tcp_events.cc
   void drive_once(std::unique_lock<std::mutex>& lock, Deadline deadline);
@@ -283,6 +277,8 @@ class TcpEngine final : public TcpTransport {
   std::map<uint64_t, Stray> strays_;
   uint64_t next_stray_id_ = 0;
   epoll_event events_[64];      // used by the driver only
+  transport::WaitDriver waiter_{*this, {cv_, driving_, completions_, aborted_, poison_, closed_}, rank_, "TCP",
+                                transport::WaitDriver::ExpiredDeadline::kOnePass};  // last: refers to the above
 };
 
 // Records the completion count at construction; at destruction (mutex still held) wakes

@@ -46,14 +46,20 @@ int ms_until(Clock::time_point when) {
   return left < 0 ? 0 : static_cast<int>(left) + 1;
 }
 
+// Each socket's handshake: HELLO from the connecting rank, CHALLENGE back, AUTH (the job
+// token answer) from the connecting rank, HELLO_ACK (with the accepting rank's MAC) back.
+// No socket joins the mesh before both sides checked each other's MAC (wire.h, auth.h).
 struct Outgoing {
-  enum State { kWaitRetry, kConnecting, kSending, kReceiving, kDone };
+  enum State { kWaitRetry, kConnecting, kSending, kReceivingChallenge, kSendingAuth, kReceiving, kDone };
   int peer = 0;
   int index = 0;
   Fd fd;
   State state = kWaitRetry;
   uint8_t hello[kHelloBytes];
+  uint8_t challenge[kChallengeBytes];
+  uint8_t auth_answer[kAuthBytes];
   uint8_t ack[kHelloAckBytes];
+  auth::Nonce server_nonce{}, client_nonce{};
   size_t done_bytes = 0;
   Clock::time_point retry_at = Clock::now();
   Clock::time_point first_refusal;
@@ -62,22 +68,34 @@ struct Outgoing {
 };
 
 struct Incoming {
-  enum State { kReading, kSending };
+  enum State { kReading, kSendingChallenge, kReadingAuth, kSending };
   Fd fd;
   std::string remote;
   Clock::time_point accepted_at = Clock::now();
   State state = kReading;
   uint8_t hello[kHelloBytes];
+  uint8_t challenge[kChallengeBytes];
+  uint8_t auth_answer[kAuthBytes];
   uint8_t ack[kHelloAckBytes];
   size_t done_bytes = 0;
   Hello parsed;
+  auth::Nonce server_nonce{};
+  // A HELLO from this communicator with a configuration that cannot work: reported as an
+  // error only once the peer proved it knows the job token (else anyone could abort setup).
+  std::string fatal_why;
 };
+
+bool awaits_input(Incoming::State state) {
+  return state == Incoming::kReading || state == Incoming::kReadingAuth;
+}
 
 const char* state_name(Outgoing::State state) {
   switch (state) {
     case Outgoing::kWaitRetry: return "retrying after a refusal";
     case Outgoing::kConnecting: return "connecting";
     case Outgoing::kSending: return "sending HELLO";
+    case Outgoing::kReceivingChallenge: return "waiting for CHALLENGE";
+    case Outgoing::kSendingAuth: return "sending AUTH";
     case Outgoing::kReceiving: return "waiting for HELLO_ACK";
     case Outgoing::kDone: return "connected";
   }
@@ -95,6 +113,10 @@ class MeshBuilder {
   Status step_outgoing(Outgoing& o, short revents);
   void accept_pending();
   Status step_incoming(Incoming& in, short revents, bool* finished);
+  Status answer_challenge(Outgoing& o, const std::string& where);
+  Status closed_during_handshake(const Outgoing& o, int rc, const std::string& where) const;
+  std::string check_answer(const Incoming& in, const AuthAnswer& answer) const;
+  void drop(const Incoming& in, const std::string& why) const;
   Status connect_error(const Outgoing& o, int error, const char* extra) const;
   Status timeout_error() const;
   bool complete() const { return missing_ == 0; }
@@ -184,6 +206,25 @@ Status MeshBuilder::step_outgoing(Outgoing& o, short revents) {
     int rc = transfer(o.fd.get(), true, o.hello, kHelloBytes, &o.done_bytes);
     if (rc == EAGAIN) return Status::Ok();
     if (rc != 0) return connect_error(o, rc < 0 ? ECONNRESET : rc, " (while sending HELLO)");
+    o.state = Outgoing::kReceivingChallenge;
+    o.done_bytes = 0;
+    return Status::Ok();
+  }
+  if (o.state == Outgoing::kReceivingChallenge) {
+    if (!(revents & (POLLIN | POLLERR | POLLHUP))) return Status::Ok();
+    int rc = transfer(o.fd.get(), false, o.challenge, kChallengeBytes, &o.done_bytes);
+    if (rc == EAGAIN) return Status::Ok();
+    if (rc != 0) return closed_during_handshake(o, rc, where);
+    COLLX_RETURN_IF_ERROR(answer_challenge(o, where));
+    o.state = Outgoing::kSendingAuth;
+    o.done_bytes = 0;
+    revents = POLLOUT;
+  }
+  if (o.state == Outgoing::kSendingAuth) {
+    if (!(revents & (POLLOUT | POLLERR | POLLHUP))) return Status::Ok();
+    int rc = transfer(o.fd.get(), true, o.auth_answer, kAuthBytes, &o.done_bytes);
+    if (rc == EAGAIN) return Status::Ok();
+    if (rc != 0) return connect_error(o, rc < 0 ? ECONNRESET : rc, " (while sending AUTH)");
     o.state = Outgoing::kReceiving;
     o.done_bytes = 0;
     return Status::Ok();
@@ -192,12 +233,7 @@ Status MeshBuilder::step_outgoing(Outgoing& o, short revents) {
     if (!(revents & (POLLIN | POLLERR | POLLHUP))) return Status::Ok();
     int rc = transfer(o.fd.get(), false, o.ack, kHelloAckBytes, &o.done_bytes);
     if (rc == EAGAIN) return Status::Ok();
-    if (rc != 0) {
-      return make_status(COLLX_ERR_REMOTE,
-                         "rank %d: rank %d at %s closed the connection during the handshake (%s); it rejected "
-                         "our HELLO (its log says why) or it is not rank %d of this communicator",
-                         p_.rank, o.peer, where.c_str(), rc < 0 ? "end of stream" : errno_string(rc).c_str(), o.peer);
-    }
+    if (rc != 0) return closed_during_handshake(o, rc, where);
     HelloAck ack;
     std::string why;
     if (!decode_hello_ack(o.ack, &ack, &why)) {
@@ -215,11 +251,77 @@ Status MeshBuilder::step_outgoing(Outgoing& o, short revents) {
                          "rank %d uses %u sockets per peer, rank %d uses %d (COLLX_TCP_NSOCKS must be equal on all ranks)",
                          o.peer, ack.sockets_per_peer, p_.rank, p_.sockets_per_peer);
     }
+    if (!p_.job_token.empty() &&
+        !auth::verify_mac(p_.job_token, o.server_nonce, o.client_nonce, auth::Role::kServer, ack.mac)) {
+      return make_status(COLLX_ERR_PROTOCOL,
+                         "rank %d: the peer at %s (expected rank %d) failed to prove it knows the job token (its MAC "
+                         "is wrong): it is not a rank of this job",
+                         p_.rank, where.c_str(), o.peer);
+    }
     (*out_)[o.peer][o.index] = std::move(o.fd);
     o.state = Outgoing::kDone;
     --missing_;
   }
   return Status::Ok();
+}
+
+Status MeshBuilder::closed_during_handshake(const Outgoing& o, int rc, const std::string& where) const {
+  return make_status(COLLX_ERR_REMOTE,
+                     "rank %d: rank %d at %s closed the connection during the handshake (%s); it rejected our HELLO "
+                     "or our job token (its log says why: is COLLX_JOB_TOKEN the same on every rank?) or it is not "
+                     "rank %d of this communicator",
+                     p_.rank, o.peer, where.c_str(), rc < 0 ? "end of stream" : errno_string(rc).c_str(), o.peer);
+}
+
+// The connecting side's AUTH: both sides must use a token or neither; with one, our nonce and
+// MAC over the peer's nonce.
+Status MeshBuilder::answer_challenge(Outgoing& o, const std::string& where) {
+  Challenge challenge;
+  std::string why;
+  if (!decode_challenge(o.challenge, &challenge, &why)) {
+    return make_status(COLLX_ERR_PROTOCOL, "rank %d: the peer at %s (expected rank %d) answered: %s", p_.rank,
+                       where.c_str(), o.peer, why.c_str());
+  }
+  const bool have_token = !p_.job_token.empty();
+  if (challenge.token_required && !have_token) {
+    return make_status(COLLX_ERR_PROTOCOL,
+                       "rank %d: rank %d at %s requires the job token: set COLLX_JOB_TOKEN to the job's token on "
+                       "every rank",
+                       p_.rank, o.peer, where.c_str());
+  }
+  if (!challenge.token_required && have_token) {
+    return make_status(COLLX_ERR_PROTOCOL,
+                       "rank %d: the peer at %s (expected rank %d) uses no job token but COLLX_JOB_TOKEN is set "
+                       "here: set the same token on every rank",
+                       p_.rank, where.c_str(), o.peer);
+  }
+  AuthAnswer answer;
+  answer.has_token = have_token;
+  if (have_token) {
+    o.server_nonce = challenge.nonce;
+    COLLX_RETURN_IF_ERROR(auth::make_nonce(&o.client_nonce));
+    COLLX_RETURN_IF_ERROR(
+        auth::compute_mac(p_.job_token, o.server_nonce, o.client_nonce, auth::Role::kClient, &answer.mac));
+    answer.nonce = o.client_nonce;
+  }
+  encode_auth(answer, o.auth_answer);
+  return Status::Ok();
+}
+
+// Why an accepted connection's AUTH is refused ("" when it proves the token, or when neither
+// side uses one).
+std::string MeshBuilder::check_answer(const Incoming& in, const AuthAnswer& answer) const {
+  if (p_.job_token.empty()) {
+    return answer.has_token ? "it uses a job token, this rank has none (COLLX_JOB_TOKEN unset here?)" : "";
+  }
+  if (!answer.has_token) return "it presents no job token (COLLX_JOB_TOKEN unset on that rank?)";
+  if (!auth::verify_mac(p_.job_token, in.server_nonce, answer.nonce, auth::Role::kClient, answer.mac))
+    return "wrong job token (its MAC does not match; COLLX_JOB_TOKEN differs)";
+  return "";
+}
+
+void MeshBuilder::drop(const Incoming& in, const std::string& why) const {
+  COLLX_WARN(NET, "rank %d: dropped connection from %s: %s", p_.rank, in.remote.c_str(), why.c_str());
 }
 
 void MeshBuilder::accept_pending() {
@@ -249,24 +351,71 @@ Status MeshBuilder::step_incoming(Incoming& in, short revents, bool* finished) {
     if (rc == EAGAIN) return Status::Ok();
     *finished = true;
     if (rc != 0) {
-      COLLX_WARN(NET, "rank %d: dropped connection from %s: closed before a complete HELLO (%zu of %zu bytes)",
-                 p_.rank, in.remote.c_str(), in.done_bytes, kHelloBytes);
+      drop(in, string_printf("closed before a complete HELLO (%zu of %zu bytes)", in.done_bytes, kHelloBytes));
       return Status::Ok();
     }
     std::string why;
     bool fatal = false;
     if (!decode_hello(in.hello, &in.parsed, &why)) {
-      COLLX_WARN(NET, "rank %d: dropped connection from %s: %s", p_.rank, in.remote.c_str(), why.c_str());
+      drop(in, why);
       return Status::Ok();
     }
     why = hello_rejection(
         in.parsed, p_, [this](int peer, int index) { return (*out_)[peer][index].valid(); }, &fatal);
-    if (fatal) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: %s", p_.rank, why.c_str());
-    if (!why.empty()) {
-      COLLX_WARN(NET, "rank %d: dropped connection from %s: %s", p_.rank, in.remote.c_str(), why.c_str());
+    if (!why.empty() && !fatal) {
+      drop(in, why);
+      return Status::Ok();
+    }
+    in.fatal_why = why;
+    Challenge challenge;
+    challenge.token_required = !p_.job_token.empty();
+    if (challenge.token_required) COLLX_RETURN_IF_ERROR(auth::make_nonce(&in.server_nonce));
+    challenge.nonce = in.server_nonce;
+    encode_challenge(challenge, in.challenge);
+    in.state = Incoming::kSendingChallenge;
+    in.done_bytes = 0;
+    *finished = false;
+    revents = POLLOUT;
+  }
+  if (in.state == Incoming::kSendingChallenge) {
+    if (!(revents & (POLLOUT | POLLERR | POLLHUP))) return Status::Ok();
+    int rc = transfer(in.fd.get(), true, in.challenge, kChallengeBytes, &in.done_bytes);
+    if (rc == EAGAIN) return Status::Ok();
+    if (rc != 0) {
+      *finished = true;
+      drop(in, "closed before its CHALLENGE was sent");
+      return Status::Ok();
+    }
+    in.state = Incoming::kReadingAuth;
+    in.done_bytes = 0;
+    return Status::Ok();
+  }
+  if (in.state == Incoming::kReadingAuth) {
+    if (!(revents & (POLLIN | POLLERR | POLLHUP))) return Status::Ok();
+    int rc = transfer(in.fd.get(), false, in.auth_answer, kAuthBytes, &in.done_bytes);
+    if (rc == EAGAIN) return Status::Ok();
+    *finished = true;
+    if (rc != 0) {
+      drop(in, string_printf("closed before a complete AUTH (%zu of %zu bytes)", in.done_bytes, kAuthBytes));
+      return Status::Ok();
+    }
+    AuthAnswer answer;
+    std::string why;
+    if (!decode_auth(in.auth_answer, &answer, &why) || !(why = check_answer(in, answer)).empty()) {
+      drop(in, why);
+      return Status::Ok();
+    }
+    if (!in.fatal_why.empty()) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: %s", p_.rank, in.fatal_why.c_str());
+    if ((*out_)[in.parsed.src_rank][in.parsed.socket_index].valid()) {  // taken while this one authenticated
+      drop(in, string_printf("duplicate connection for socket %u of rank %d", in.parsed.socket_index,
+                             in.parsed.src_rank));
       return Status::Ok();
     }
     HelloAck ack;
+    if (!p_.job_token.empty()) {
+      COLLX_RETURN_IF_ERROR(
+          auth::compute_mac(p_.job_token, in.server_nonce, answer.nonce, auth::Role::kServer, &ack.mac));
+    }
     ack.comm_id = p_.comm_id;
     ack.rank = p_.rank;
     ack.sockets_per_peer = static_cast<uint32_t>(p_.sockets_per_peer);
@@ -320,13 +469,14 @@ Status MeshBuilder::run() {
     fds.push_back(pollfd{listen_fd_, POLLIN, 0});
     for (auto& o : outgoing_) {
       short events = 0;
-      if (o->state == Outgoing::kConnecting || o->state == Outgoing::kSending) events = POLLOUT;
-      if (o->state == Outgoing::kReceiving) events = POLLIN;
+      if (o->state == Outgoing::kConnecting || o->state == Outgoing::kSending || o->state == Outgoing::kSendingAuth)
+        events = POLLOUT;
+      if (o->state == Outgoing::kReceiving || o->state == Outgoing::kReceivingChallenge) events = POLLIN;
       if (o->state == Outgoing::kWaitRetry) timeout = std::min(timeout, ms_until(o->retry_at));
       fds.push_back(pollfd{events ? o->fd.get() : -1, events, 0});
     }
     for (auto& in : incoming_) {
-      fds.push_back(pollfd{in->fd.get(), static_cast<short>(in->state == Incoming::kReading ? POLLIN : POLLOUT), 0});
+      fds.push_back(pollfd{in->fd.get(), static_cast<short>(awaits_input(in->state) ? POLLIN : POLLOUT), 0});
       timeout = std::min(timeout, ms_until(in->accepted_at + std::chrono::milliseconds(p_.hello_timeout_ms)));
     }
     int ready = ::poll(fds.data(), fds.size(), timeout);

@@ -24,6 +24,9 @@ struct MeshParams {
   size_t socket_buffer_bytes = 0;  // SO_SNDBUF/SO_RCVBUF of connecting sockets; 0 = kernel default
   Deadline deadline = Deadline::never();
   int hello_timeout_ms = 5000;
+  // The job token (COLLX_JOB_TOKEN); empty = none. With one, no socket joins the mesh before
+  // both ends proved they know it; a connection that fails is dropped with a warning.
+  std::string job_token;
 };
 
 // [peer][socket index] -> connected, non-blocking, TCP_NODELAY socket (empty for self).

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "transports/tcp/socket_util.h"
+#include "transports/tcp/tcp_fake_peer.h"
 #include "transports/tcp/tcp_test_harness.h"
 #include "transports/tcp/wire.h"
 
@@ -149,7 +150,7 @@ TEST(TcpProcess, SetupErrorsNamePeerAndAddress) {
     Status s = create_tcp_transport(params, &t);
     EXPECT_EQ(s.code(), COLLX_ERR_TIMEOUT) << s.message();
     EXPECT_NE(s.message().find("to rank 0 at " + mute_address.to_string()), std::string::npos) << s.message();
-    EXPECT_NE(s.message().find("HELLO_ACK"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("waiting for CHALLENGE"), std::string::npos) << s.message();
   }
   // Rank 0 waits for rank 1, which never connects: the timeout names the missing rank.
   {
@@ -201,111 +202,6 @@ TEST(TcpProcess, SetupErrorsNamePeerAndAddress) {
     EXPECT_EQ(s.code(), COLLX_ERR_PROTOCOL) << s.message();
     EXPECT_NE(s.message().find("rank 0 published a malformed TCP address"), std::string::npos) << s.message();
   }
-}
-
-// Rank 0 is real; "rank 1" is this test speaking the wire protocol by hand, so it can send
-// what a correct peer never would.
-class FakePeer {
- public:
-  // Publishes a dummy address for rank 1 and hands rank 0's real one to the test.
-  class Exchange : public transport::Bootstrap {
-   public:
-    Status allgather(const std::string&, const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
-                     Deadline) override {
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        address.assign(mine.begin(), mine.end());
-      }
-      cv.notify_all();
-      std::string dummy = "127.0.0.1:9";
-      *all = {mine, std::vector<uint8_t>(dummy.begin(), dummy.end())};
-      return Status::Ok();
-    }
-    std::mutex mu;
-    std::condition_variable cv;
-    std::string address;
-  };
-
-  // Creates rank 0 while connecting to it as rank 1 (one socket per peer).
-  Status start(uint64_t comm_id) {
-    TcpTransportParams params;
-    params.rank = 0;
-    params.size = 2;
-    params.comm_id = comm_id;
-    params.sockets_per_peer = 1;
-    params.bootstrap = &exchange_;
-    params.describe = describe_op;
-    params.deadline = Deadline::after_ms(5000);
-    Status created;
-    std::thread creator([&] { created = create_tcp_transport(params, &rank0); });
-    std::string address;
-    {
-      std::unique_lock<std::mutex> lock(exchange_.mu);
-      exchange_.cv.wait(lock, [&] { return !exchange_.address.empty(); });
-      address = exchange_.address;
-    }
-    tcp::SocketAddress a;
-    Status parsed = tcp::parse_address(address, &a);
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool connected = parsed.ok() && ::connect(fd, a.sa(), a.length) == 0;
-    if (connected) {
-      tcp::Hello hello;
-      hello.comm_id = comm_id;
-      hello.src_rank = 1;
-      hello.dst_rank = 0;
-      hello.socket_index = 0;
-      hello.sockets_per_peer = 1;
-      uint8_t bytes[tcp::kHelloBytes];
-      tcp::encode_hello(hello, bytes);
-      uint8_t ack[tcp::kHelloAckBytes];
-      connected = ::send(fd, bytes, sizeof bytes, 0) == sizeof bytes &&
-                  ::recv(fd, ack, sizeof ack, MSG_WAITALL) == sizeof ack;
-    }
-    creator.join();
-    if (!connected) return make_status(COLLX_ERR_SYSTEM, "fake peer could not connect");
-    return created;
-  }
-  ~FakePeer() {
-    if (fd >= 0) ::close(fd);
-  }
-  void send_frame(const tcp::FrameHeader& h, const void* payload = nullptr, size_t bytes = 0) {
-    uint8_t header[tcp::kFrameHeaderBytes];
-    tcp::encode_frame_header(h, header);
-    ASSERT_EQ(::send(fd, header, sizeof header, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof header));
-    if (bytes > 0) {
-      ASSERT_EQ(::send(fd, payload, bytes, MSG_NOSIGNAL), static_cast<ssize_t>(bytes));
-    }
-  }
-  void send_raw(const void* data, size_t bytes) {
-    ASSERT_EQ(::send(fd, data, bytes, MSG_NOSIGNAL), static_cast<ssize_t>(bytes));
-  }
-
-  std::unique_ptr<TcpTransport> rank0;
-  int fd = -1;
-
- private:
-  Exchange exchange_;
-};
-
-tcp::FrameHeader data_frame(uint64_t msg_id, uint64_t bytes) {
-  tcp::FrameHeader h;
-  h.type = tcp::FrameType::kData;
-  h.src_rank = 1;
-  h.tag = 5;
-  h.msg_id = msg_id;
-  h.msg_bytes = bytes;
-  h.frag_bytes = static_cast<uint32_t>(bytes);
-  return h;
-}
-
-Status receive_from_fake(FakePeer& fake, size_t bytes, std::vector<uint8_t>* out = nullptr) {
-  std::vector<uint8_t> buf(bytes);
-  Request recv;
-  COLLX_RETURN_IF_ERROR(fake.rank0->post_recv(&recv, 1, 5, buf.data(), bytes, p2p_desc()));
-  Request* list[] = {&recv};
-  Status s = fake.rank0->wait_all(list, 1, Deadline::after_ms(3000));
-  if (out) *out = buf;
-  return s;
 }
 
 TEST(TcpProcess, ProtocolViolationsFromAnEstablishedPeerPoison) {

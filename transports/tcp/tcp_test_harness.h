@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/support/board_bootstrap.h"
+#include "transports/conformance/transport_test_util.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace collx {
@@ -30,17 +31,8 @@ using transport::Request;
 using testing::Board;
 using testing::BoardBootstrap;
 
-// Renders descriptors like the core does, so tests can look for both sides in messages.
-inline std::string describe_op(const OpDesc& d) {
-  static const char* kinds[] = {"send", "allreduce", "broadcast", "reduce", "allgather"};
-  const char* kind = d.kind < 5 ? kinds[d.kind] : "op";
-  return std::string(kind) + " #" + std::to_string(d.seq) + " (count " + std::to_string(d.count) + ")";
-}
-
-inline uint64_t next_comm_id() {
-  static std::atomic<uint64_t> counter{1};
-  return (static_cast<uint64_t>(::getpid()) << 32) | counter.fetch_add(1);
-}
+using transport_test::describe_op;
+using transport_test::next_comm_id;
 
 // Runs fn(rank) on `size` threads and joins them.
 inline void run_ranks(int size, const std::function<void(int)>& fn) {

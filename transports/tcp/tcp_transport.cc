@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "lib/common/auth.h"
 #include "lib/common/log.h"
 #include "lib/common/settings.h"
 #include "transports/tcp/tcp_engine.h"
@@ -34,6 +35,7 @@ Status load_tcp_settings(TcpTransportParams* params) {
   params->stripe_min_bytes = static_cast<size_t>(stripe_min);
   params->unexpected_max_bytes = static_cast<size_t>(unexpected_max);
   params->ifname = setting_raw(SettingId::SOCKET_IFNAME);
+  COLLX_RETURN_IF_ERROR(auth::job_token_from_settings(&params->job_token));
   return Status::Ok();
 }
 
@@ -49,7 +51,7 @@ static Status validate(const TcpTransportParams& p) {
     return make_status(COLLX_ERR_INVALID_ARG, "TCP transport: no bootstrap to exchange addresses");
   }
   if (p.hello_timeout_ms <= 0) return make_status(COLLX_ERR_INVALID_ARG, "TCP transport: hello_timeout_ms must be > 0");
-  return Status::Ok();
+  return auth::check_token_usable(p.job_token);
 }
 
 // Peers' addresses come off the network: shown in errors only sanitised and bounded.
@@ -106,6 +108,7 @@ Status create_tcp_transport(const TcpTransportParams& params, std::unique_ptr<Tc
   mesh.sockets_per_peer = params.sockets_per_peer;
   mesh.deadline = params.deadline;
   mesh.hello_timeout_ms = params.hello_timeout_ms;
+  mesh.job_token = params.job_token;
   tcp::MeshSockets sockets;
   COLLX_RETURN_IF_ERROR(tcp::build_mesh(mesh, listener.get(), addresses, &sockets));
 

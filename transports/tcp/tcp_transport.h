@@ -31,11 +31,13 @@ struct TcpTransportParams {
   Deadline deadline = Deadline::never();       // bounds connection setup
   // A connection to the listen port must present its HELLO within this time or is dropped.
   int hello_timeout_ms = 5000;
+  // COLLX_JOB_TOKEN: every connection proves both ends know it (tcp_mesh.h); empty = none.
+  std::string job_token;
 };
 
 // Fills sockets_per_peer, stripe_min_bytes, unexpected_max_bytes, socket_buffer_bytes and
 // ifname from COLLX_TCP_NSOCKS, COLLX_TCP_STRIPE_MIN, COLLX_UNEXPECTED_MAX,
-// COLLX_TCP_SOCKBUF and COLLX_SOCKET_IFNAME.
+// COLLX_TCP_SOCKBUF and COLLX_SOCKET_IFNAME, and job_token from COLLX_JOB_TOKEN.
 Status load_tcp_settings(TcpTransportParams* params);
 
 class TcpTransport : public transport::Transport {

@@ -1,5 +1,6 @@
-// Data path of the TCP transport: sizes, striping, ordering, matching, unexpected messages
-// and their budget, mismatch detection, several waiters, an 8-rank stress and bandwidth.
+// Data path of the TCP transport: striping, many tags, unexpected messages and their budget,
+// the active-op check's variants, an 8-rank stress and bandwidth. What every transport does
+// (sizes, ordering, mismatches, several waiters, ...) is in transports/conformance.
 #include "transports/tcp/tcp_transport.h"
 
 #include <gtest/gtest.h>
@@ -28,26 +29,6 @@ Status wait_vec(transport::Transport& t, std::vector<Request>& reqs, int64_t ms 
   return t.wait_all(list.data(), list.size(), Deadline::after_ms(ms));
 }
 
-TEST(TcpTransport, SizesBothDirectionsWithStriping) {
-  Cluster c;
-  ASSERT_OK(make_cluster(2, &c));
-  const std::vector<size_t> sizes = {0, 1, 1000, (1u << 20) + 3, 64u << 20};
-  run_ranks(2, [&](int r) {
-    int peer = 1 - r;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      std::vector<uint8_t> out = pattern(sizes[i], 100 * r + i);
-      std::vector<uint8_t> in(sizes[i], 0xAB);
-      Request send, recv;
-      ASSERT_OK(c[r].post_recv(&recv, peer, i, in.data(), in.size(), p2p_desc(sizes[i])));
-      ASSERT_OK(c[r].post_send(&send, peer, i, out.data(), out.size(), p2p_desc(sizes[i])));
-      Request* both[] = {&send, &recv};
-      ASSERT_OK(c[r].wait_all(both, 2, Deadline::after_ms(kTestTimeoutMs)));
-      EXPECT_TRUE(in == pattern(sizes[i], 100 * peer + i)) << "size " << sizes[i];
-    }
-  });
-  for (int r = 0; r < 2; ++r) c[r].close(Deadline::after_ms(2000));
-}
-
 TEST(TcpTransport, ManySocketsAndSmallStripeThreshold) {
   Cluster c;
   ASSERT_OK(make_cluster(2, &c, [](int, TcpTransportParams& p) {
@@ -63,29 +44,6 @@ TEST(TcpTransport, ManySocketsAndSmallStripeThreshold) {
       Request* both[] = {&send, &recv};
       ASSERT_OK(c[r].wait_all(both, 2, Deadline::after_ms(kTestTimeoutMs)));
       EXPECT_TRUE(in == pattern(bytes, bytes + 1 - r)) << bytes;
-    }
-  });
-}
-
-TEST(TcpTransport, SameTagArrivesInOrder) {
-  Cluster c;
-  ASSERT_OK(make_cluster(2, &c));
-  constexpr int kCount = 200;
-  auto size_of = [](int i) { return static_cast<size_t>((i * 7919) % 5000 + (i % 10 == 0 ? 300000 : 0)); };
-  run_ranks(2, [&](int r) {
-    if (r == 0) {
-      std::vector<std::vector<uint8_t>> bufs;
-      std::vector<Request> reqs(kCount);
-      for (int i = 0; i < kCount; ++i) bufs.push_back(pattern(size_of(i), i));
-      for (int i = 0; i < kCount; ++i) ASSERT_OK(c[0].post_send(&reqs[i], 1, 5, bufs[i].data(), bufs[i].size(), p2p_desc()));
-      ASSERT_OK(wait_vec(c[0], reqs));
-    } else {
-      std::vector<std::vector<uint8_t>> bufs;
-      std::vector<Request> reqs(kCount);
-      for (int i = 0; i < kCount; ++i) bufs.emplace_back(size_of(i));
-      for (int i = 0; i < kCount; ++i) ASSERT_OK(c[1].post_recv(&reqs[i], 0, 5, bufs[i].data(), bufs[i].size(), p2p_desc()));
-      ASSERT_OK(wait_vec(c[1], reqs));
-      for (int i = 0; i < kCount; ++i) EXPECT_TRUE(bufs[i] == pattern(size_of(i), i)) << i;
     }
   });
 }
@@ -214,60 +172,6 @@ TEST(TcpTransport, UnexpectedBudgetPushesBackWithoutDropping) {
   EXPECT_FALSE(all_sent_early.load()) << "the sender was not held back by the budget";
 }
 
-TEST(TcpTransport, SizeMismatchNamesBothSides) {
-  Cluster c;
-  ASSERT_OK(make_cluster(2, &c));
-  OpDesc desc;
-  desc.kind = 1;
-  desc.count = 1024;
-  desc.seq = 3;
-  run_ranks(2, [&](int r) {
-    std::vector<uint8_t> buf(8192);
-    Request req;
-    if (r == 0) {
-      ASSERT_OK(c[0].post_send(&req, 1, transport::coll_tag(3, 0), buf.data(), 8192, desc));
-      Request never;
-      ASSERT_OK(c[0].post_recv(&never, 1, 1, buf.data(), 1, p2p_desc()));
-      Status s = wait1(c[0], &never, 3000);
-      EXPECT_EQ(s.code(), COLLX_ERR_REMOTE) << s.message();
-      EXPECT_NE(s.message().find("rank 1 failed: COLLX_ERR_MISMATCH"), std::string::npos) << s.message();
-    } else {
-      ASSERT_OK(c[1].post_recv(&req, 0, transport::coll_tag(3, 0), buf.data(), 4096, desc));
-      Status s = wait1(c[1], &req, 3000);
-      EXPECT_EQ(s.code(), COLLX_ERR_MISMATCH) << s.message();
-      EXPECT_NE(s.message().find("4096"), std::string::npos) << s.message();
-      EXPECT_NE(s.message().find("8192"), std::string::npos) << s.message();
-      EXPECT_NE(s.message().find("rank 0"), std::string::npos) << s.message();
-      EXPECT_EQ(c[1].health().code(), COLLX_ERR_MISMATCH);
-    }
-  });
-}
-
-TEST(TcpTransport, OpDescMismatchNamesBothOps) {
-  Cluster c;
-  ASSERT_OK(make_cluster(2, &c));
-  OpDesc mine, theirs;
-  mine.kind = 1;  // allreduce
-  mine.count = 8;
-  mine.seq = 3;
-  theirs = mine;
-  theirs.kind = 2;  // broadcast
-  run_ranks(2, [&](int r) {
-    std::vector<uint8_t> buf(64);
-    Request req;
-    if (r == 0) {
-      ASSERT_OK(c[0].post_send(&req, 1, transport::coll_tag(3, 1), buf.data(), 64, theirs));
-      ASSERT_OK(wait1(c[0], &req));
-    } else {
-      ASSERT_OK(c[1].post_recv(&req, 0, transport::coll_tag(3, 1), buf.data(), 64, mine));
-      Status s = wait1(c[1], &req, 3000);
-      EXPECT_EQ(s.code(), COLLX_ERR_MISMATCH) << s.message();
-      EXPECT_NE(s.message().find("rank 1 posted allreduce #3 (count 8)"), std::string::npos) << s.message();
-      EXPECT_NE(s.message().find("rank 0 sent broadcast #3 (count 8)"), std::string::npos) << s.message();
-    }
-  });
-}
-
 TEST(TcpTransport, ActiveOpMismatchBeforeAnyReceive) {
   OpDesc running;
   running.kind = 1;
@@ -327,37 +231,6 @@ TEST(TcpTransport, SendToSelf) {
   ASSERT_OK(c[0].post_send(&send, 0, 2, out.data(), 5, p2p_desc()));
   ASSERT_OK(c[0].wait_all(both, 2, Deadline::after_ms(1000)));
   EXPECT_EQ(0, std::memcmp(early.data(), out.data(), 5));
-}
-
-// Several threads wait on one transport: one drives, the others are woken and take over.
-TEST(TcpTransport, SeveralWaitersOnOneTransport) {
-  Cluster c;
-  ASSERT_OK(make_cluster(4, &c));
-  run_ranks(4, [&](int r) {
-    if (r == 0) {
-      std::vector<std::thread> waiters;
-      for (int from = 1; from < 4; ++from) {
-        waiters.emplace_back([&, from] {
-          for (int i = 0; i < 20; ++i) {
-            std::vector<uint8_t> in(1000 * from);
-            Request recv;
-            ASSERT_OK(c[0].post_recv(&recv, from, i, in.data(), in.size(), p2p_desc()));
-            ASSERT_OK(wait1(c[0], &recv));
-            EXPECT_TRUE(in == pattern(in.size(), from * 100 + i));
-          }
-        });
-      }
-      for (auto& t : waiters) t.join();
-    } else {
-      for (int i = 0; i < 20; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds((r * 7 + i) % 5));
-        std::vector<uint8_t> out = pattern(1000 * r, r * 100 + i);
-        Request send;
-        ASSERT_OK(c[r].post_send(&send, 0, i, out.data(), out.size(), p2p_desc()));
-        ASSERT_OK(wait1(c[r], &send));
-      }
-    }
-  });
 }
 
 TEST(TcpTransport, EightRanksAllToAllStress) {

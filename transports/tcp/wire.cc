@@ -73,7 +73,7 @@ bool decode_hello(const uint8_t in[kHelloBytes], Hello* out, std::string* why) {
 }
 
 // HELLO_ACK: 0 magic | 4 version | 6 byte order | 8 comm_id u64 | 16 rank i32 |
-//            20 sockets_per_peer u32 | 24 reserved u64
+//            20 sockets_per_peer u32 | 24 reserved u64 | 32 MAC (32 bytes)
 void encode_hello_ack(const HelloAck& ack, uint8_t out[kHelloAckBytes]) {
   std::memset(out, 0, kHelloAckBytes);
   put<uint32_t>(out, 0, kAckMagic);
@@ -82,6 +82,7 @@ void encode_hello_ack(const HelloAck& ack, uint8_t out[kHelloAckBytes]) {
   put<uint64_t>(out, 8, ack.comm_id);
   put<int32_t>(out, 16, ack.rank);
   put<uint32_t>(out, 20, ack.sockets_per_peer);
+  std::memcpy(out + 32, ack.mac.data(), auth::kMacBytes);
 }
 
 bool decode_hello_ack(const uint8_t in[kHelloAckBytes], HelloAck* out, std::string* why) {
@@ -89,6 +90,57 @@ bool decode_hello_ack(const uint8_t in[kHelloAckBytes], HelloAck* out, std::stri
   out->comm_id = get<uint64_t>(in, 8);
   out->rank = get<int32_t>(in, 16);
   out->sockets_per_peer = get<uint32_t>(in, 20);
+  std::memcpy(out->mac.data(), in + 32, auth::kMacBytes);
+  return true;
+}
+
+// Bit 0 of the flags word of CHALLENGE and AUTH: a job token is used. Other bits must be 0.
+constexpr uint32_t kTokenFlag = 1;
+
+static bool decode_token_flag(const uint8_t* in, const char* what, bool* token, std::string* why) {
+  const uint32_t flags = get<uint32_t>(in, 8);
+  if ((flags & ~kTokenFlag) != 0) {
+    *why = string_printf("%s with unknown flags 0x%08x", what, flags);
+    return false;
+  }
+  *token = (flags & kTokenFlag) != 0;
+  return true;
+}
+
+// CHALLENGE: 0 magic | 4 version | 6 byte order | 8 flags u32 | 12 reserved u32 | 16 nonce (32)
+void encode_challenge(const Challenge& challenge, uint8_t out[kChallengeBytes]) {
+  std::memset(out, 0, kChallengeBytes);
+  put<uint32_t>(out, 0, kChallengeMagic);
+  put<uint16_t>(out, 4, kWireVersion);
+  put<uint16_t>(out, 6, kByteOrderMarker);
+  put<uint32_t>(out, 8, challenge.token_required ? kTokenFlag : 0);
+  std::memcpy(out + 16, challenge.nonce.data(), auth::kNonceBytes);
+}
+
+bool decode_challenge(const uint8_t in[kChallengeBytes], Challenge* out, std::string* why) {
+  if (!check_preamble(in, kChallengeMagic, "CHALLENGE", why)) return false;
+  if (!decode_token_flag(in, "CHALLENGE", &out->token_required, why)) return false;
+  std::memcpy(out->nonce.data(), in + 16, auth::kNonceBytes);
+  return true;
+}
+
+// AUTH: 0 magic | 4 version | 6 byte order | 8 flags u32 | 12 reserved u32 | 16 nonce (32) |
+//       48 MAC (32)
+void encode_auth(const AuthAnswer& answer, uint8_t out[kAuthBytes]) {
+  std::memset(out, 0, kAuthBytes);
+  put<uint32_t>(out, 0, kAuthMagic);
+  put<uint16_t>(out, 4, kWireVersion);
+  put<uint16_t>(out, 6, kByteOrderMarker);
+  put<uint32_t>(out, 8, answer.has_token ? kTokenFlag : 0);
+  std::memcpy(out + 16, answer.nonce.data(), auth::kNonceBytes);
+  std::memcpy(out + 48, answer.mac.data(), auth::kMacBytes);
+}
+
+bool decode_auth(const uint8_t in[kAuthBytes], AuthAnswer* out, std::string* why) {
+  if (!check_preamble(in, kAuthMagic, "AUTH", why)) return false;
+  if (!decode_token_flag(in, "AUTH", &out->has_token, why)) return false;
+  std::memcpy(out->nonce.data(), in + 16, auth::kNonceBytes);
+  std::memcpy(out->mac.data(), in + 48, auth::kMacBytes);
   return true;
 }
 

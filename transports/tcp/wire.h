@@ -1,6 +1,12 @@
 // The TCP transport's wire format, as pure functions: the connection handshake (HELLO from
-// the connecting rank, HELLO_ACK back), the fixed-size frame header that precedes every
-// payload, and the plan that splits a message into fragments across a peer's sockets.
+// the connecting rank, CHALLENGE back, AUTH from the connecting rank, HELLO_ACK back), the
+// fixed-size frame header that precedes every payload, and the plan that splits a message
+// into fragments across a peer's sockets.
+//
+// CHALLENGE and AUTH carry the job token exchange (lib/common/auth.h): the accepting rank's
+// nonce, then the connecting rank's nonce and MAC; HELLO_ACK carries the accepting rank's MAC.
+// They are exchanged with or without a token (flags say whether one is used), so a token on
+// one side only is reported clearly instead of hanging.
 //
 // Integers travel in host byte order: the handshake carries a byte-order marker so ranks of
 // different endianness refuse each other (payloads are host-order numbers anyway).
@@ -12,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/common/auth.h"
 #include "transports/transport.h"
 
 namespace collx {
@@ -20,11 +27,15 @@ namespace tcp {
 constexpr uint32_t kHelloMagic = 0x48584c43;  // "CLXH" in memory on little-endian hosts
 constexpr uint32_t kAckMagic = 0x41584c43;    // "CLXA"
 constexpr uint32_t kFrameMagic = 0x46584c43;  // "CLXF"
-constexpr uint16_t kWireVersion = 1;
+constexpr uint32_t kChallengeMagic = 0x43584c43;  // "CLXC"
+constexpr uint32_t kAuthMagic = 0x55584c43;       // "CLXU"
+constexpr uint16_t kWireVersion = 2;  // 2: the job token exchange (CHALLENGE, AUTH, MAC in HELLO_ACK)
 constexpr uint16_t kByteOrderMarker = 0x0102;
 
 constexpr size_t kHelloBytes = 40;
-constexpr size_t kHelloAckBytes = 32;
+constexpr size_t kHelloAckBytes = 64;
+constexpr size_t kChallengeBytes = 48;
+constexpr size_t kAuthBytes = 80;
 constexpr size_t kFrameHeaderBytes = 80;
 
 constexpr uint64_t kMaxMessageBytes = 1ull << 40;  // 1 TiB: anything larger is garbage
@@ -46,6 +57,20 @@ struct HelloAck {
   uint64_t comm_id = 0;
   int32_t rank = 0;
   uint32_t sockets_per_peer = 0;
+  auth::Mac mac{};  // the accepting rank's MAC (zero without a token)
+};
+
+// The accepting rank's challenge, sent after a valid HELLO.
+struct Challenge {
+  bool token_required = false;
+  auth::Nonce nonce{};  // zero without a token
+};
+
+// The connecting rank's answer to the challenge.
+struct AuthAnswer {
+  bool has_token = false;
+  auth::Nonce nonce{};
+  auth::Mac mac{};
 };
 
 void encode_hello(const Hello& hello, uint8_t out[kHelloBytes]);
@@ -53,6 +78,10 @@ void encode_hello(const Hello& hello, uint8_t out[kHelloBytes]);
 bool decode_hello(const uint8_t in[kHelloBytes], Hello* out, std::string* why);
 void encode_hello_ack(const HelloAck& ack, uint8_t out[kHelloAckBytes]);
 bool decode_hello_ack(const uint8_t in[kHelloAckBytes], HelloAck* out, std::string* why);
+void encode_challenge(const Challenge& challenge, uint8_t out[kChallengeBytes]);
+bool decode_challenge(const uint8_t in[kChallengeBytes], Challenge* out, std::string* why);
+void encode_auth(const AuthAnswer& answer, uint8_t out[kAuthBytes]);
+bool decode_auth(const uint8_t in[kAuthBytes], AuthAnswer* out, std::string* why);
 
 enum class FrameType : uint8_t { kData = 1, kPoison = 2, kGoodbye = 3 };
 

@@ -175,9 +175,41 @@ TEST(Wire, HelloAckRoundTrip) {
   EXPECT_EQ(out.comm_id, 99u);
   EXPECT_EQ(out.rank, 4);
   EXPECT_EQ(out.sockets_per_peer, 3u);
-  uint8_t hello_bytes[kHelloBytes];
+  uint8_t hello_bytes[kHelloAckBytes] = {};  // the decoder reads a whole ACK's bytes
   encode_hello(Hello{}, hello_bytes);
   EXPECT_FALSE(decode_hello_ack(hello_bytes, &out, &why));  // a HELLO is no ACK
+}
+
+TEST(Wire, ChallengeAndAuthRoundTripAndRejectUnknownFlags) {
+  Challenge challenge;
+  challenge.token_required = true;
+  challenge.nonce.fill(0x11);
+  uint8_t challenge_bytes[kChallengeBytes];
+  encode_challenge(challenge, challenge_bytes);
+  Challenge decoded;
+  std::string why;
+  ASSERT_TRUE(decode_challenge(challenge_bytes, &decoded, &why)) << why;
+  EXPECT_TRUE(decoded.token_required);
+  EXPECT_EQ(decoded.nonce, challenge.nonce);
+  challenge_bytes[9] = 1;  // an unknown flag bit
+  EXPECT_FALSE(decode_challenge(challenge_bytes, &decoded, &why));
+  EXPECT_NE(why.find("unknown flags"), std::string::npos) << why;
+
+  AuthAnswer answer;
+  answer.has_token = true;
+  answer.nonce.fill(0x22);
+  answer.mac.fill(0x33);
+  uint8_t auth_bytes[kAuthBytes];
+  encode_auth(answer, auth_bytes);
+  AuthAnswer out;
+  ASSERT_TRUE(decode_auth(auth_bytes, &out, &why)) << why;
+  EXPECT_TRUE(out.has_token);
+  EXPECT_EQ(out.nonce, answer.nonce);
+  EXPECT_EQ(out.mac, answer.mac);
+  EXPECT_FALSE(decode_challenge(auth_bytes, &decoded, &why));  // an AUTH is no CHALLENGE
+  auth_bytes[4] = 1;  // wire version 1
+  EXPECT_FALSE(decode_auth(auth_bytes, &out, &why));
+  EXPECT_NE(why.find("wire version 1"), std::string::npos) << why;
 }
 
 void expect_plan_covers(const std::vector<Fragment>& plan, uint64_t bytes) {

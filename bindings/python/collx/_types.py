@@ -63,6 +63,7 @@ class Algorithm(enum.IntEnum):
     DISSEMINATION = 5
     DIRECT = 6
     RABENSEIFNER = 7
+    DOUBLE_TREE = 8
 
 
 class MemKind(enum.IntEnum):

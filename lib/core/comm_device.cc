@@ -1,0 +1,268 @@
+// Device-buffer collectives: the route choice and the staged route (see comm_device.h).
+#include "lib/core/comm_device.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "lib/common/log.h"
+#include "lib/core/store_bootstrap.h"
+#include "lib/cuda/device.h"
+#include "lib/dtype/datatype.h"
+#include "transports/cuda_ipc/ipc_coll.h"
+#include "transports/nccl/nccl_comm.h"
+
+namespace collx {
+
+// Staging chunk of the element-wise collectives (two are in flight).
+constexpr size_t kStagingChunkBytes = 8u << 20;
+
+// Per-communicator device state, created by the first device-buffer collective. Used by one
+// collective at a time (the communicator runs them in order).
+class DeviceState {
+ public:
+  DeviceState(int rank, int size) : ipc(rank, size) {}
+  ~DeviceState() {
+    for (void* e : chunk_events) {
+      if (!e) continue;
+      cuda::event_wait(e, Deadline::after_ms(10000), nullptr, "a staged copy").ignore();
+      cuda::event_destroy(e);
+    }
+    if (staging_event) {
+      // The last copy out of the staging buffer must end before the buffer is freed.
+      cuda::event_wait(staging_event, Deadline::after_ms(10000), nullptr, "the last staged copy").ignore();
+      cuda::event_destroy(staging_event);
+    }
+    cuda::host_free_pinned(pinned);
+  }
+
+  // Pinned staging of at least `bytes`, free of earlier copies.
+  Status staging(size_t bytes, Deadline deadline, const std::atomic<bool>* abort, char** out) {
+    if (staging_event) {
+      COLLX_RETURN_IF_ERROR(cuda::event_wait(staging_event, deadline, abort, "the previous staged copy to the device"));
+    } else {
+      COLLX_RETURN_IF_ERROR(cuda::event_create(&staging_event));
+    }
+    if (bytes > pinned_bytes) {
+      cuda::host_free_pinned(pinned);
+      pinned = nullptr;
+      pinned_bytes = 0;
+      size_t want = bytes < (1u << 20) ? (1u << 20) : bytes + bytes / 4;
+      COLLX_RETURN_IF_ERROR(cuda::host_alloc_pinned(want, &pinned));
+      pinned_bytes = want;
+    }
+    *out = static_cast<char*>(pinned);
+    return Status::Ok();
+  }
+
+  void* pinned = nullptr;
+  size_t pinned_bytes = 0;
+  void* staging_event = nullptr;  // recorded after the copy back to the device
+  void* chunk_events[2] = {nullptr, nullptr};  // a chunk's input is in its slot
+  std::unique_ptr<nccl::Comm> nccl;
+  bool nccl_refused = false;      // NCCL set-up said no on every rank: never tried again
+  cuda_ipc::Peers ipc;
+};
+
+Status device_check(const CollCall& call, CollCall* checked) {
+  *checked = call;
+  if (call.mem_kind != COLLX_MEM_CUDA || !cuda::built_with_cuda()) return Status::Ok();  // validate() decides
+  std::string why;
+  if (cuda::device_count(&why) == 0) {
+    return make_status(COLLX_ERR_UNSUPPORTED, "opts->mem_kind is COLLX_MEM_CUDA but no CUDA device is usable: %s",
+                       why.c_str());
+  }
+  checked->mem_kind = COLLX_MEM_HOST;  // the host checks (ranks, counts, overlap) hold as they are
+  return Status::Ok();
+}
+
+bool device_buffers(const CollCall& call) {
+  if (call.count == 0 || call.coll == COLLX_COLL_BARRIER) return false;
+  if (call.mem_kind != COLLX_MEM_AUTO) return call.mem_kind == COLLX_MEM_CUDA;
+  const void* p = call.recvbuf ? call.recvbuf : call.sendbuf;
+  return cuda::pointer_kind(p) == COLLX_MEM_CUDA;
+}
+
+namespace {
+
+// transport::Bootstrap over the communicator's own transport, for CUDA IPC's per-call
+// exchanges (a store round trip per step would cost more than the copy of a large buffer).
+// Every message carries the call's own OpDesc: another one with the same sequence number
+// would be a mismatch. All ranks exchange records of one size; an empty record is a barrier.
+class CallBootstrap : public transport::Bootstrap {
+ public:
+  using Gather = std::function<Status(const std::vector<uint8_t>&, std::vector<uint8_t>*, Deadline)>;
+  CallBootstrap(int size, Gather gather) : size_(size), gather_(std::move(gather)) {}
+  Status allgather(const std::string& name, const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
+                   Deadline deadline) override {
+    std::vector<uint8_t> flat;
+    Status st = gather_(mine, &flat, deadline);
+    if (!st.ok()) return st.with_context("CUDA IPC exchange '" + name + "': ");
+    all->assign(static_cast<size_t>(size_), {});
+    for (size_t r = 0; r < all->size() && !mine.empty(); ++r) {
+      (*all)[r].assign(flat.begin() + static_cast<std::ptrdiff_t>(r * mine.size()),
+                       flat.begin() + static_cast<std::ptrdiff_t>((r + 1) * mine.size()));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int size_;
+  Gather gather_;
+};
+
+bool nccl_delegates(collx_coll_t coll) {
+  return coll == COLLX_COLL_ALLREDUCE || coll == COLLX_COLL_REDUCE_SCATTER || coll == COLLX_COLL_ALLGATHER ||
+         coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE || coll == COLLX_COLL_ALLTOALL;
+}
+
+}  // namespace
+
+Status Communicator::dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline) {
+  if (!device_) device_ = std::make_shared<DeviceState>(rank_, size_);
+  DeviceState& d = *device_;
+  // Run on the buffers' device (nonblocking calls run on the executor's thread).
+  int device = 0, current = 0;
+  if (d.nccl) {
+    device = d.nccl->device();  // NCCL set up: its device is the buffers' (one lookup less)
+  } else {
+    COLLX_RETURN_IF_ERROR(cuda::pointer_device(call.recvbuf ? call.recvbuf : call.sendbuf, &device));
+  }
+  COLLX_RETURN_IF_ERROR(cuda::current_device(&current));
+  struct RestoreDevice {  // the caller's thread keeps its current device
+    int device = -1;
+    ~RestoreDevice() {
+      if (device >= 0) cuda::set_device(device).ignore();
+    }
+  } restore;
+  if (device != current) {
+    COLLX_RETURN_IF_ERROR(cuda::set_device(device));
+    restore.device = current;
+  }
+
+  if ((settings_.transports & COLLX_TRANSPORT_NCCL) && !d.nccl_refused && nccl_delegates(call.coll)) {
+    if (!d.nccl) {
+      StoreBootstrap bootstrap(store_, prefix_ + "/nccl", rank_, size_);
+      Status st = nccl::Comm::create(&bootstrap, rank_, size_, device, deadline, &aborted_, &d.nccl);
+      bootstrap.cleanup().ignore();
+      if (st.code() == COLLX_ERR_UNSUPPORTED) {
+        d.nccl_refused = true;
+        COLLX_INFO(INIT, "communicator '%s': device buffers do not use NCCL: %s", name_.c_str(), st.message().c_str());
+      } else if (!st.ok()) {
+        return st;
+      }
+    }
+    if (d.nccl) {
+      nccl::CollOp op;
+      op.coll = call.coll;
+      op.sendbuf = call.sendbuf;
+      op.recvbuf = call.recvbuf;
+      op.count = call.count;
+      op.datatype = static_cast<collx_datatype_t>(call.datatype);
+      op.op = static_cast<collx_op_t>(call.op);
+      op.premul_scalar = call.premul_scalar;
+      op.root = call.root;
+      op.stream = call.stream;
+      return d.nccl->enqueue(op, deadline);
+    }
+  }
+
+  if (local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && cuda_ipc::supports(call.coll, size_)) {
+    CallBootstrap bootstrap(size_, [this, &desc](const std::vector<uint8_t>& mine, std::vector<uint8_t>* all,
+                                                 Deadline until) -> Status {
+      algo::Context ctx;
+      ctx.transport = transport_.get();
+      ctx.rank = rank_;
+      ctx.size = size_;
+      ctx.chunk_bytes = settings_.chunk_bytes;
+      ctx.scratch = &algo_scratch_;
+      algo::CollArgs args;
+      args.desc = desc;
+      args.deadline = until;
+      args.datatype = COLLX_UINT8;
+      if (mine.empty()) return algo::barrier_dissemination(ctx, args);
+      all->resize(mine.size() * static_cast<size_t>(size_));
+      args.sendbuf = mine.data();
+      args.recvbuf = all->data();
+      args.count = mine.size();
+      return algo::allgather_ring(ctx, args);
+    });
+    cuda_ipc::Call c;
+    c.coll = call.coll;
+    c.sendbuf = call.sendbuf;
+    c.recvbuf = call.recvbuf;
+    c.count = call.count;
+    c.datatype = static_cast<collx_datatype_t>(call.datatype);
+    c.op = static_cast<collx_op_t>(call.op);
+    c.premul_scalar = call.premul_scalar;
+    c.stream = call.stream;
+    Status st = d.ipc.run(c, &bootstrap, deadline, &aborted_);
+    // UNSUPPORTED: a rank's buffer cannot be shared (not from cudaMalloc); every rank saw the
+    // same exchange and falls back to staging alike.
+    if (st.code() != COLLX_ERR_UNSUPPORTED) return st;
+    COLLX_INFO(COLL, "communicator '%s': %s; staging through host memory", name_.c_str(), st.message().c_str());
+  }
+
+  // Staged: device -> pinned host, the host algorithm, pinned host -> device, every copy on
+  // the caller's stream. The element-wise collectives (all-reduce, broadcast, reduce) go in
+  // chunks through two slots, so the copies of one chunk overlap the network and reductions
+  // of the other; the rest stage whole buffers.
+  const size_t n = static_cast<size_t>(size_);
+  const size_t element = datatype_size(call.datatype);
+  size_t send_count = call.count, recv_count = call.count;
+  if (call.coll == COLLX_COLL_REDUCE_SCATTER) send_count *= n;
+  if (call.coll == COLLX_COLL_ALLGATHER) recv_count *= n;
+  if (call.coll == COLLX_COLL_ALLTOALL) send_count *= n, recv_count *= n;
+  const bool has_send = call.sendbuf && !(call.coll == COLLX_COLL_BROADCAST && call.root != rank_);
+  const bool has_recv = call.recvbuf && !(call.coll == COLLX_COLL_REDUCE && call.root != rank_);
+  const bool elementwise = call.coll == COLLX_COLL_ALLREDUCE || call.coll == COLLX_COLL_BROADCAST ||
+                           call.coll == COLLX_COLL_REDUCE;
+  size_t chunk = call.count;
+  if (elementwise && call.count * element > kStagingChunkBytes) chunk = kStagingChunkBytes / element;
+  const size_t chunks = (call.count + chunk - 1) / chunk;
+  const size_t slots = chunks > 1 ? 2 : 1;
+  const size_t send_slot = has_send ? (elementwise ? chunk : send_count) * element : 0;
+  const size_t recv_slot = has_recv ? (elementwise ? chunk : recv_count) * element : 0;
+  char* staging = nullptr;
+  COLLX_RETURN_IF_ERROR(d.staging(slots * (send_slot + recv_slot), deadline, &aborted_, &staging));
+  for (void*& e : d.chunk_events) {
+    if (!e) COLLX_RETURN_IF_ERROR(cuda::event_create(&e));
+  }
+  auto slot_send = [&](size_t k) { return staging + (k % slots) * (send_slot + recv_slot); };
+  auto slot_recv = [&](size_t k) { return slot_send(k) + send_slot; };
+  auto elements = [&](size_t k) { return elementwise ? std::min(chunk, call.count - k * chunk) : 0; };
+  // Chunk k's input into its slot, then its event. Queued after the copy back of chunk k - 2
+  // (same slot), so waiting for the event also frees that slot's output half.
+  auto stage_in = [&](size_t k) -> Status {
+    if (has_send) {
+      const size_t bytes = elementwise ? elements(k) * element : send_slot;
+      COLLX_RETURN_IF_ERROR(cuda::copy_async(slot_send(k), static_cast<const char*>(call.sendbuf) + k * chunk * element,
+                                             bytes, cuda::CopyKind::kDeviceToHost, call.stream));
+    }
+    return cuda::event_record(d.chunk_events[k % slots], call.stream);
+  };
+  COLLX_RETURN_IF_ERROR(stage_in(0));
+  for (size_t k = 0; k < chunks; ++k) {
+    if (k + 1 < chunks) COLLX_RETURN_IF_ERROR(stage_in(k + 1));
+    COLLX_RETURN_IF_ERROR(cuda::event_wait(d.chunk_events[k % slots], deadline, &aborted_,
+                                           "the copy of the input to host staging"));
+    CollCall host = call;
+    host.mem_kind = COLLX_MEM_HOST;
+    host.sendbuf = has_send ? slot_send(k) : nullptr;
+    host.recvbuf = has_recv ? slot_recv(k) : nullptr;
+    if (elementwise) host.count = elements(k);
+    // Each chunk is a whole run of the schedule under the call's OpDesc; the chunks follow
+    // one another in the same order on every rank, so their messages match in order.
+    COLLX_RETURN_IF_ERROR(dispatch(host, desc, deadline));
+    if (has_recv) {
+      const size_t bytes = elementwise ? elements(k) * element : recv_slot;
+      COLLX_RETURN_IF_ERROR(cuda::copy_async(static_cast<char*>(call.recvbuf) + k * chunk * element, slot_recv(k), bytes,
+                                             cuda::CopyKind::kHostToDevice, call.stream));
+    }
+  }
+  // Later work on the stream sees the result; the next staged call waits for this copy.
+  return cuda::event_record(d.staging_event, call.stream);
+}
+
+}  // namespace collx

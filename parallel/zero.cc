@@ -1,0 +1,312 @@
+// ZeRO: configuration, creation (owned segments, shard buffers), loading parameters,
+// views, checkpoint pieces, the shard norm and full-tensor consolidation.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+
+#include "parallel/free_calls.h"
+#include "parallel/norm_rules.h"
+#include "parallel/zero_internal.h"
+
+namespace collx {
+namespace parallel {
+
+namespace {
+
+constexpr int32_t kMaxPrefetchDepth = 1024;
+// Size of the config before the prefetch-plan fields: callers compiled then get defaults.
+constexpr size_t kConfigSizeV1 = offsetof(collx_zero_config_t, prefetch_depth);
+
+void set_defaults(collx_zero_config_t* c) {
+  std::memset(c, 0, sizeof(collx_zero_config_t));
+  c->size = sizeof(collx_zero_config_t);
+  c->comm_dtype = COLLX_FLOAT32;
+  c->optimizer = COLLX_OPT_ADAMW;
+  c->lr = 1e-3;
+  c->beta1 = 0.9;
+  c->beta2 = 0.999;
+  c->eps = 1e-8;
+  c->timeout_ms = 60000;
+  c->prefetch_depth = 2;
+  c->prefetch_bytes = size_t{64} << 20;
+}
+
+collx_status_t zero_create_fail(collx_status_t st, const std::string& msg) {
+  return collx::parallel::create_fail(Handle::kZero, "collx_zero_create", st, msg);
+}
+
+std::string check_config(const collx_zero_config_t& c) {
+  if (c.stage < 1 || c.stage > 3) return "config->stage is " + std::to_string(c.stage) + " (1, 2 or 3)";
+  if (c.comm_dtype != COLLX_FLOAT32 && c.comm_dtype != COLLX_BFLOAT16 && c.comm_dtype != COLLX_FLOAT16)
+    return "config->comm_dtype must be COLLX_FLOAT32, COLLX_BFLOAT16 or COLLX_FLOAT16";
+  if (c.optimizer < COLLX_OPT_NONE || c.optimizer > COLLX_OPT_ADAMW)
+    return "config->optimizer is " + std::to_string(c.optimizer) + " (COLLX_OPT_NONE, _SGD or _ADAMW)";
+  if (!(c.lr >= 0) || !(c.eps > 0) || !(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1) ||
+      !(c.weight_decay >= 0) || !(c.momentum >= 0))
+    return "config->lr, eps, beta1, beta2, weight_decay or momentum is out of range";
+  if (c.prefetch_depth < 0 || c.prefetch_depth > kMaxPrefetchDepth)
+    return "config->prefetch_depth is " + std::to_string(c.prefetch_depth) + " (0 = no prefetch plan, up to " +
+           std::to_string(kMaxPrefetchDepth) + ")";
+  if (c.stage == 3 && c.prefetch_depth > 0 && c.prefetch_bytes && c.prefetch_bytes < sizeof(float))
+    return "config->prefetch_bytes is " + std::to_string(c.prefetch_bytes) +
+           ": too small for one element (0 = no byte budget)";
+  return "";
+}
+
+std::string check_layout(collx_layout_t l, int32_t size, int32_t stage) {
+  std::string why = float_layout_problem(l, size);
+  const int32_t want = stage == 3 ? COLLX_PART_PER_TENSOR : COLLX_PART_FLAT;
+  if (why.empty() && l->config.partition != want)
+    why = std::string("stage ") + std::to_string(stage) + " needs a " +
+          (stage == 3 ? "COLLX_PART_PER_TENSOR" : "COLLX_PART_FLAT") + " layout";
+  return why;
+}
+
+// The owned segments: one owner range per bucket (FLAT), one chunk per tensor (PER_TENSOR).
+void plan_segments(collx_zero_t z) {
+  const collx_layout_t l = z->layout;
+  const size_t w = static_cast<size_t>(z->size), r = static_cast<size_t>(z->rank);
+  size_t shard = 0;
+  auto add = [&](size_t start, size_t padded) {
+    const size_t share = padded / w;
+    z->segments.push_back({start + r * share, shard, share});
+    shard += share;
+  };
+  if (z->config.stage == 3) {
+    for (size_t i = 0; i < l->tensors.size(); ++i) {
+      z->tensor_segment.push_back(i);
+      add(l->tensors[i].offset, l->tensors[i].padded);
+    }
+  } else {
+    for (const auto& b : l->buckets) add(b.start, b.padded);
+    for (const auto& t : l->tensors) z->tensor_segment.push_back(t.bucket);
+  }
+  z->shard_count = shard;
+}
+
+collx_status_t create(collx_comm_t comm, collx_layout_t layout, const collx_zero_config_t* config,
+                      collx_zero_t* out) {
+  if (!out) return zero_create_fail(COLLX_ERR_INVALID_ARG, "z (output) is NULL");
+  *out = nullptr;
+  if (!comm || !layout || !config) return zero_create_fail(COLLX_ERR_INVALID_ARG, "dp_comm, layout or config is NULL");
+  if (config->size < kConfigSizeV1)
+    return zero_create_fail(COLLX_ERR_INVALID_ARG, "config->size is too small (call collx_zero_config_init)");
+  collx_zero_config_t cfg;
+  set_defaults(&cfg);
+  std::memcpy(&cfg, config, std::min(config->size, sizeof cfg));
+  cfg.size = sizeof cfg;
+  config = &cfg;
+  std::string why = check_config(*config);
+  if (!why.empty()) return zero_create_fail(COLLX_ERR_INVALID_ARG, why);
+  int32_t rank = 0, size = 0;
+  collx_status_t st = collx_comm_rank(comm, &rank);
+  if (st == COLLX_OK) st = collx_comm_size(comm, &size);
+  if (st != COLLX_OK) return zero_create_fail(st, comm_error(comm, st));
+  why = check_layout(layout, size, config->stage);
+  if (!why.empty()) return zero_create_fail(COLLX_ERR_INVALID_ARG, why);
+
+  auto z = std::make_unique<collx_zero_s>();
+  z->comm = comm;
+  z->rank = rank;
+  z->size = size;
+  z->layout = layout;
+  z->config = *config;
+  z->plan.stats.state = config->stage == 3 && config->prefetch_depth > 0 ? 1 : 0;  // recording
+  plan_segments(z.get());
+  z->master.assign(z->shard_count, 0.0f);
+  z->grad.assign(z->shard_count, 0.0f);
+  if (config->optimizer != COLLX_OPT_NONE) z->exp_avg.assign(z->shard_count, 0.0f);
+  if (config->optimizer == COLLX_OPT_ADAMW) z->exp_avg_sq.assign(z->shard_count, 0.0f);
+  if (config->stage < 3) {
+    z->params.assign(layout->total, 0.0f);
+    collx_dp_config_t dc;
+    collx_dp_config_init(&dc, sizeof dc);
+    dc.mode = COLLX_DP_REDUCE_SCATTER;
+    dc.comm_dtype = config->comm_dtype;
+    dc.timeout_ms = config->timeout_ms;
+    st = collx_dp_create(comm, layout, &dc, nullptr, &z->dp);
+    if (st != COLLX_OK) return zero_create_fail(st, collx_dp_last_error(nullptr));
+  }
+  *out = z.release();
+  return COLLX_OK;
+}
+
+collx_status_t load(collx_zero_t z, uint64_t id, size_t toff, size_t count, const float* values) {
+  size_t pos = 0;
+  collx_status_t st = zero_find(z, id, "collx_zero_load", &pos);
+  if (st != COLLX_OK) return st;
+  const auto& t = z->layout->tensors[pos];
+  if (toff > t.numel || count > t.numel - toff)
+    return zero_fail(z, COLLX_ERR_INVALID_ARG,
+                     "collx_zero_load: elements [" + std::to_string(toff) + ", " + std::to_string(toff + count) +
+                         ") are outside tensor " + std::to_string(id) + " of " + std::to_string(t.numel));
+  if (!values && count) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_load: values is NULL");
+  size_t own_off = 0, boff = 0, n = 0;
+  collx_layout_tensor_shard(z->layout, id, z->rank, &own_off, &boff, &n);
+  const size_t lo = std::max(own_off, toff), hi = std::min(own_off + n, toff + count);
+  for (size_t i = lo; i < hi; ++i) z->master[zero_shard_offset(z, pos, boff + (i - own_off))] = values[i - toff];
+  if (!z->params.empty()) std::copy(values, values + count, z->params.begin() + static_cast<long>(t.offset + toff));
+  return COLLX_OK;
+}
+
+collx_status_t norm_sq(collx_zero_t z, int32_t tp_rank, int32_t shared, double* out) {
+  double s = 0;
+  for (size_t pos = 0; pos < z->layout->tensors.size(); ++pos) {
+    const auto& t = z->layout->tensors[pos];
+    if (!counts_in_norm(t.flags, tp_rank, shared)) continue;
+    size_t own_off = 0, boff = 0, n = 0;
+    collx_layout_tensor_shard(z->layout, t.id, z->rank, &own_off, &boff, &n);
+    if (!n) continue;
+    const float* g = z->grad.data() + zero_shard_offset(z, pos, boff);
+    for (size_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
+  }
+  *out = s;
+  return COLLX_OK;
+}
+
+// Every rank contributes its owned part into a zeroed tensor; a SUM all-reduce adds only
+// zeros to each element, so the result is exact.
+collx_status_t full_tensor(collx_zero_t z, uint64_t id, float* out) {
+  size_t pos = 0;
+  collx_status_t st = zero_find(z, id, "collx_zero_full_tensor", &pos);
+  if (st != COLLX_OK) return st;
+  const size_t numel = z->layout->tensors[pos].numel;
+  if (!numel) return COLLX_OK;
+  if (!out) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_full_tensor: out is NULL");
+  std::fill(out, out + numel, 0.0f);
+  size_t own_off = 0, boff = 0, n = 0;
+  collx_layout_tensor_shard(z->layout, id, z->rank, &own_off, &boff, &n);
+  if (n) std::copy_n(z->master.data() + zero_shard_offset(z, pos, boff), n, out + own_off);
+  st = collx_allreduce(out, out, numel, COLLX_FLOAT32, COLLX_SUM, z->comm, nullptr);
+  if (st != COLLX_OK) return zero_fail(z, st, "collx_zero_full_tensor: " + comm_error(z->comm, st));
+  return COLLX_OK;
+}
+
+}  // namespace
+
+collx_status_t zero_fail(collx_zero_t z, collx_status_t st, const std::string& msg) {
+  if (z) z->error.set(msg);
+  return st;
+}
+
+collx_status_t zero_find(collx_zero_t z, uint64_t id, const char* fn, size_t* pos) {
+  auto it = z->layout->index.find(id);
+  if (it == z->layout->index.end())
+    return zero_fail(z, COLLX_ERR_INVALID_ARG, std::string(fn) + ": tensor " + std::to_string(id) + " is not in the layout");
+  *pos = it->second;
+  return COLLX_OK;
+}
+
+size_t zero_shard_offset(collx_zero_t z, size_t pos, size_t boff) {
+  const auto& seg = z->segments[z->tensor_segment[pos]];
+  return seg.shard_offset + (boff - seg.buffer_offset);
+}
+
+size_t zero_chunk(collx_zero_t z, size_t pos) {
+  return z->layout->tensors[pos].padded / static_cast<size_t>(z->size);
+}
+
+bool zero_persistent(collx_zero_t z, size_t pos) {
+  const auto& t = z->layout->tensors[pos];
+  return t.numel <= z->config.persist_elems || (t.flags & COLLX_TENSOR_PERSISTENT);
+}
+
+}  // namespace parallel
+}  // namespace collx
+
+using namespace collx::parallel;
+
+extern "C" {
+
+COLLX_API collx_status_t collx_zero_config_init(collx_zero_config_t* config, size_t size) {
+  if (!config || size < kConfigSizeV1) return COLLX_ERR_INVALID_ARG;
+  collx_zero_config_t c;
+  set_defaults(&c);
+  c.size = size;
+  std::memcpy(config, &c, std::min(size, sizeof c));  // a caller's older, shorter struct
+  return COLLX_OK;
+}
+
+COLLX_API collx_status_t collx_zero_create(collx_comm_t dp_comm, collx_layout_t layout,
+                                           const collx_zero_config_t* config, collx_zero_t* z) {
+  return guarded([&] { return create(dp_comm, layout, config, z); },
+                 [&](const std::string& m) { zero_create_fail(COLLX_OK, m); });
+}
+
+COLLX_API collx_status_t collx_zero_destroy(collx_zero_t z) {
+  if (!z) return COLLX_OK;
+  for (auto& g : z->in_flight) {
+    collx_wait(g.request, -1);
+    collx_request_free(g.request);
+  }
+  collx_dp_destroy(z->dp);
+  delete z;
+  return COLLX_OK;
+}
+
+COLLX_API collx_status_t collx_zero_load(collx_zero_t z, uint64_t tensor_id, size_t tensor_offset, size_t count,
+                                         const float* values) {
+  return zero_call(z, "collx_zero_load", [&] { return load(z, tensor_id, tensor_offset, count, values); });
+}
+
+COLLX_API collx_status_t collx_zero_param_ptr(collx_zero_t z, uint64_t tensor_id, float** param) {
+  return zero_call(z, "collx_zero_param_ptr", [&]() -> collx_status_t {
+    size_t pos = 0;
+    collx_status_t st = zero_find(z, tensor_id, "collx_zero_param_ptr", &pos);
+    if (st != COLLX_OK || !param) return st != COLLX_OK ? st : COLLX_ERR_INVALID_ARG;
+    if (z->config.stage < 3) {
+      *param = z->params.data() + z->layout->tensors[pos].offset;
+      return COLLX_OK;
+    }
+    st = zero3_complete_ids(z, {tensor_id});  // plan prefetches behind it go on
+    if (st != COLLX_OK) return st;
+    auto it = z->gathered.find(tensor_id);
+    if (it == z->gathered.end())
+      return zero_fail(z, COLLX_ERR_INVALID_USAGE,
+                       "collx_zero_param_ptr: tensor " + std::to_string(tensor_id) +
+                           " is not gathered (stage 3: call collx_zero3_fetch first)");
+    *param = it->second.data();
+    return COLLX_OK;
+  });
+}
+
+COLLX_API collx_status_t collx_zero_shard(collx_zero_t z, float** master, float** grad, size_t* count) {
+  if (!z) return COLLX_ERR_INVALID_ARG;
+  if (master) *master = z->master.data();
+  if (grad) *grad = z->grad.data();
+  if (count) *count = z->shard_count;
+  return COLLX_OK;
+}
+
+COLLX_API collx_status_t collx_zero_pieces(collx_zero_t z, collx_zero_piece_t* pieces, size_t cap, size_t* n) {
+  if (!z || !n) return COLLX_ERR_INVALID_ARG;
+  size_t k = 0;
+  for (size_t pos = 0; pos < z->layout->tensors.size(); ++pos) {
+    const auto& t = z->layout->tensors[pos];
+    size_t own_off = 0, boff = 0, cnt = 0;
+    collx_layout_tensor_shard(z->layout, t.id, z->rank, &own_off, &boff, &cnt);
+    if (!cnt) continue;
+    if (pieces && k < cap) pieces[k] = {t.id, own_off, zero_shard_offset(z, pos, boff), cnt};
+    ++k;
+  }
+  *n = k;
+  return COLLX_OK;
+}
+
+COLLX_API collx_status_t collx_zero_grad_norm_sq(collx_zero_t z, int32_t tp_rank, int32_t count_shared,
+                                                 double* sumsq) {
+  if (!z || !sumsq) return COLLX_ERR_INVALID_ARG;
+  return zero_call(z, "collx_zero_grad_norm_sq", [&] { return norm_sq(z, tp_rank, count_shared, sumsq); });
+}
+
+COLLX_API collx_status_t collx_zero_full_tensor(collx_zero_t z, uint64_t tensor_id, float* out) {
+  return zero_call(z, "collx_zero_full_tensor", [&] { return full_tensor(z, tensor_id, out); });
+}
+
+COLLX_API const char* collx_zero_last_error(collx_zero_t z) {
+  if (!z) return thread_create_error(Handle::kZero).c_str();
+  return z->error.get();
+}
+
+}  // extern "C"

@@ -1,0 +1,181 @@
+#include "tools/collx_run/rendezvous.h"
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "lib/common/deadline.h"
+
+namespace collx_run {
+
+using collx::Bytes;
+using collx::Deadline;
+using collx::Status;
+
+namespace {
+
+Bytes to_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
+std::string to_text(const Bytes& bytes) { return std::string(bytes.begin(), bytes.end()); }
+
+// One agent's offer, as it wrote it under <prefix>agent/<join index>.
+struct Offer {
+  int nproc = 0;
+  int requested_node_rank = -1;
+  int node_rank = -1;
+  int rank_offset = 0;
+};
+
+// Node ranks: requested ones are kept; the rest fill the free ranks in join order, the
+// leader (join index `leader_index`) first so that global rank 0 runs beside the store.
+Status assign_node_ranks(std::vector<Offer>* offers, int leader_index) {
+  const int n = static_cast<int>(offers->size());
+  std::set<int> taken;
+  for (const Offer& o : *offers) {
+    if (o.requested_node_rank < 0) continue;
+    if (o.requested_node_rank >= n || !taken.insert(o.requested_node_rank).second) {
+      return collx::make_status(COLLX_ERR_INVALID_ARG,
+                                "--node-rank %d is repeated or not below the %d nodes that joined",
+                                o.requested_node_rank, n);
+    }
+  }
+  std::vector<int> order{leader_index};
+  for (int i = 0; i < n; ++i) {
+    if (i != leader_index) order.push_back(i);
+  }
+  int next = 0;
+  for (int i : order) {
+    Offer& o = (*offers)[static_cast<size_t>(i)];
+    if (o.requested_node_rank >= 0) {
+      o.node_rank = o.requested_node_rank;
+      continue;
+    }
+    while (taken.count(next)) ++next;
+    o.node_rank = next;
+    taken.insert(next);
+  }
+  std::map<int, Offer*> by_node;
+  for (Offer& o : *offers) by_node[o.node_rank] = &o;
+  int offset = 0;
+  for (auto& entry : by_node) {
+    entry.second->rank_offset = offset;
+    offset += entry.second->nproc;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool split_endpoint(const std::string& endpoint, std::string* host, int* port) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  char* end = nullptr;
+  long value = std::strtol(endpoint.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || end == endpoint.c_str() + colon + 1 || value < 0 || value > 65535) return false;
+  *host = endpoint.substr(0, colon);
+  *port = static_cast<int>(value);
+  return true;
+}
+
+Status Rendezvous::open(const RunOptions& options) {
+  options_ = options;
+  const std::string endpoint = options.endpoint.empty() ? "127.0.0.1:0" : options.endpoint;
+  int port = 0;
+  if (!split_endpoint(endpoint, &host_, &port)) {
+    return collx::make_status(COLLX_ERR_INVALID_ARG, "--rdzv-endpoint '%s' is not HOST:PORT", endpoint.c_str());
+  }
+  const Deadline deadline = Deadline::after_ms(options.rdzv_timeout_ms);
+  std::string address = endpoint;
+  if (options.node_rank <= 0) {
+    // Any failure to listen (port taken, or the host is another machine's address) means
+    // another agent hosts it.
+    if (collx::start_tcp_store_server(endpoint, &server_).ok()) {
+      address = host_ + ":" + std::to_string(server_->port());
+    } else {
+      server_.reset();
+    }
+  }
+  if (!server_ && port == 0) {
+    return collx::make_status(COLLX_ERR_SYSTEM, "cannot host the rendezvous store at %s", endpoint.c_str());
+  }
+  COLLX_RETURN_IF_ERROR(collx::connect_tcp_store(address, deadline, &store_)
+                            .with_context("rendezvous store " + address + ": "));
+  return collx::connect_tcp_store(address, deadline, &watch_store_);
+}
+
+// Leader: waits for MIN agents (then up to MAX during the last call), assigns ranks, starts
+// this attempt's store and publishes the plan.
+Status Rendezvous::lead(const std::string& prefix, int* nnodes) {
+  const Deadline deadline = Deadline::after_ms(options_.rdzv_timeout_ms);
+  std::vector<std::string> first;
+  for (int i = 0; i < options_.min_nodes; ++i) first.push_back(prefix + "agent/" + std::to_string(i));
+  Status st = store_->wait(first, deadline);
+  if (!st.ok()) {
+    return st.with_context("rendezvous: fewer than " + std::to_string(options_.min_nodes) +
+                           " agents joined within --rdzv-timeout: ");
+  }
+  int count = options_.min_nodes;
+  while (count < options_.max_nodes) {
+    const Deadline last_call = Deadline::after_ms(options_.last_call_ms).min(deadline);
+    if (!store_->wait({prefix + "agent/" + std::to_string(count)}, last_call).ok()) break;
+    ++count;
+  }
+  // Close the rendezvous: an agent joining from now on reads a plan without itself.
+  std::vector<Offer> offers(static_cast<size_t>(count));
+  int leader_index = -1;
+  for (int i = 0; i < count; ++i) {
+    Bytes value;
+    COLLX_RETURN_IF_ERROR(store_->get(prefix + "agent/" + std::to_string(i), &value, deadline));
+    std::istringstream in(to_text(value));
+    int is_leader = 0;
+    in >> offers[static_cast<size_t>(i)].nproc >> offers[static_cast<size_t>(i)].requested_node_rank >> is_leader;
+    if (is_leader) leader_index = i;
+  }
+  COLLX_RETURN_IF_ERROR(assign_node_ranks(&offers, leader_index < 0 ? 0 : leader_index));
+
+  attempt_server_.reset();  // the previous attempt's ranks are gone
+  COLLX_RETURN_IF_ERROR(collx::start_tcp_store_server(host_ + ":0", &attempt_server_)
+                            .with_context("cannot host the ranks' store on " + host_ + ": "));
+  int world = 0;
+  for (const Offer& o : offers) world += o.nproc;
+  std::ostringstream plan;
+  plan << count << ' ' << world << ' ' << host_ << ':' << attempt_server_->port() << '\n';
+  for (const Offer& o : offers) plan << o.node_rank << ' ' << o.rank_offset << ' ' << o.nproc << '\n';
+  *nnodes = count;
+  return store_->set(prefix + "plan", to_bytes(plan.str()));
+}
+
+Status Rendezvous::join(int attempt, AttemptPlan* plan) {
+  const std::string prefix = "collx-run/" + options_.run_id + "/" + std::to_string(attempt) + "/";
+  const Deadline deadline = Deadline::after_ms(options_.rdzv_timeout_ms);
+  int64_t joined = 0;
+  COLLX_RETURN_IF_ERROR(store_->add(prefix + "joined", 1, &joined));
+  const int index = static_cast<int>(joined - 1);
+  const std::string offer = std::to_string(options_.nproc_per_node) + " " + std::to_string(options_.node_rank) +
+                            " " + (leader() ? "1" : "0");
+  COLLX_RETURN_IF_ERROR(store_->set(prefix + "agent/" + std::to_string(index), to_bytes(offer)));
+  if (leader()) {
+    int nnodes = 0;
+    COLLX_RETURN_IF_ERROR(lead(prefix, &nnodes));
+  }
+  Bytes value;
+  Status st = store_->get(prefix + "plan", &value, deadline);
+  if (!st.ok()) return st.with_context("rendezvous: no plan for attempt " + std::to_string(attempt) + ": ");
+  std::istringstream in(to_text(value));
+  AttemptPlan p;
+  p.attempt = attempt;
+  p.key_prefix = prefix;
+  in >> p.nnodes >> p.world_size >> p.store_addr;
+  if (index >= p.nnodes) {
+    return collx::make_status(COLLX_ERR_INVALID_USAGE,
+                              "rendezvous of attempt %d closed with %d nodes before this agent joined",
+                              attempt, p.nnodes);
+  }
+  for (int i = 0; i <= index; ++i) in >> p.node_rank >> p.rank_offset >> p.local_size;
+  if (!in) return collx::make_status(COLLX_ERR_REMOTE, "rendezvous: malformed plan '%s'", to_text(value).c_str());
+  *plan = p;
+  return Status::Ok();
+}
+
+}  // namespace collx_run

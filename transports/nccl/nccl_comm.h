@@ -1,0 +1,74 @@
+// The NCCL backend: a communicator of NCCL over the same ranks as a collx communicator, its
+// collectives and point-to-point enqueued natively on the caller's stream.
+//
+// libnccl.so.2 is loaded at run time (dlopen), so libcollx.so needs NCCL only where it is
+// used. The unique id travels through collx's bootstrap. NCCL has no timeouts: every blocking
+// step polls ncclCommGetAsyncError with collx's deadline, and a watchdog thread checks the
+// operations queued on the GPU against their deadlines, aborting the NCCL communicator
+// (ncclCommAbort) when one passes or NCCL reports an error; later calls then fail with that
+// status, so collx's promises (timeout, dead peer, abort) hold over NCCL too.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "collx/collx.h"
+#include "lib/common/deadline.h"
+#include "lib/common/status.h"
+#include "transports/transport.h"
+
+namespace collx {
+namespace nccl {
+
+// Whether libnccl.so.2 can be loaded (checked once); the reason in *why otherwise.
+bool available(std::string* why = nullptr);
+// "2.28.3" of the loaded library, or "" when not loaded.
+std::string library_version();
+
+// One collective as the backend needs it. Buffers are device pointers.
+struct CollOp {
+  collx_coll_t coll = COLLX_COLL_ALLREDUCE;
+  const void* sendbuf = nullptr;
+  void* recvbuf = nullptr;
+  size_t count = 0;  // as collx counts it (per rank for reduce_scatter, allgather, alltoall)
+  collx_datatype_t datatype = COLLX_FLOAT32;
+  collx_op_t op = COLLX_SUM;
+  double premul_scalar = 1.0;
+  int root = 0;  // broadcast, reduce
+  int peer = -1;  // send, recv
+  void* stream = nullptr;
+};
+
+class Comm {
+ public:
+  // Collective over the ranks of `bootstrap`: rank 0 makes the unique id, the bootstrap
+  // carries it (with every rank's GPU UUID: two ranks on one GPU give
+  // COLLX_ERR_UNSUPPORTED on every rank, as NCCL refuses them). `device` is the CUDA device
+  // of this rank. Ends by `deadline`. The watchdog aborts the NCCL communicator once
+  // *abort_flag (the collx communicator's abort flag, which must outlive this) becomes true.
+  static Status create(transport::Bootstrap* bootstrap, int rank, int size, int device, Deadline deadline,
+                       const std::atomic<bool>* abort_flag, std::unique_ptr<Comm>* out);
+  ~Comm();  // aborts if operations are still pending past their deadline, else destroys
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  // Enqueues the operation on op.stream and returns (NCCL's semantics). `deadline` bounds
+  // the operation on the GPU: the watchdog aborts the communicator when it passes first.
+  Status enqueue(const CollOp& op, Deadline deadline);
+  // Aborts the NCCL communicator now (any thread); later calls fail with COLLX_ERR_ABORTED.
+  void abort(const Status& why);
+  // OK, or the status that broke the communicator (watchdog, abort, NCCL error).
+  Status health() const;
+  int device() const;
+
+  struct Impl;
+
+ private:
+  explicit Comm(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nccl
+}  // namespace collx

@@ -1,0 +1,218 @@
+// The UCX transport with ranks as forked processes (UCX's shared-memory and TCP transports
+// between them): sizes both ways, a SIGKILLed peer, an 8-process all-to-all, and (disabled,
+// run by hand) a bandwidth comparison with collx's TCP and shm transports:
+//   build-topo/tests/ucx_process_test --gtest_also_run_disabled_tests --gtest_filter='*Bench*'
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "transports/shm/shm_transport.h"
+#include "transports/tcp/tcp_transport.h"
+
+#include "transports/ucx/ucx_test_util.h"
+
+namespace collx {
+namespace ucx_test {
+namespace {
+
+#ifdef COLLX_HAVE_UCX
+
+void sizes_both_ways(bool peer_errors) {
+  const std::vector<size_t> sizes = {0, 1, 8192, 8193, (1u << 20) + 3, 64u << 20};
+  auto codes = run_proc_job(2, [&](int rank, transport::Transport* t, int64_t*) -> int {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      for (int dir = 0; dir < 2; ++dir) {
+        std::vector<uint8_t> buf(sizes[i]);
+        Request req;
+        const bool sender = rank == dir;
+        if (sender) {
+          fill(buf, i + dir * 100);
+          SHM_CHECK(t->post_send(&req, 1 - rank, 7, buf.data(), buf.size(), OpDesc{}).ok(), "post_send");
+        } else {
+          SHM_CHECK(t->post_recv(&req, 1 - rank, 7, buf.data(), buf.size(), OpDesc{}).ok(), "post_recv");
+        }
+        Status s = wait_one(t, &req);
+        SHM_CHECK(s.ok(), "size %zu: %s", sizes[i], s.message().c_str());
+        if (!sender) SHM_CHECK(first_bad(buf, i + dir * 100) == -1, "size %zu: bad content", sizes[i]);
+      }
+    }
+    t->close(Deadline::after_ms(5000));
+    return 0;
+  }, peer_errors);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
+TEST(UcxProcesses, SizesBothWays) { sizes_both_ways(true); }
+TEST(UcxProcesses, SizesBothWaysSharedMemory) { sizes_both_ways(false); }
+
+// Rank 2 is SIGKILLed while ranks 0 and 1 wait on it (a receive, and a large send it never
+// took): both learn within 2 s, naming rank 2 (by UCX's endpoint error, or by pid when the
+// endpoints have no peer error handling).
+void sigkilled_peer(bool peer_errors) {
+  auto codes = run_proc_job(3, [&](int rank, transport::Transport* t, int64_t* shared) -> int {
+    if (rank == 2) {
+      ::usleep(250 * 1000);
+      shared[0] = monotonic_us();
+      ::raise(SIGKILL);
+    }
+    std::vector<uint8_t> buf(1 << 20);
+    Request r;
+    if (rank == 0) {
+      SHM_CHECK(t->post_recv(&r, 2, 1, buf.data(), 4, OpDesc{}).ok(), "post_recv");
+    } else {
+      SHM_CHECK(t->post_send(&r, 2, 1, buf.data(), buf.size(), OpDesc{}).ok(), "post_send");
+    }
+    Status s = wait_one(t, &r, 20000);
+    const int64_t waited_ms = (monotonic_us() - shared[0]) / 1000;
+    SHM_CHECK(s.code() == COLLX_ERR_REMOTE, "%s", s.message().c_str());
+    SHM_CHECK(s.message().find("rank 2") != std::string::npos, "%s", s.message().c_str());
+    SHM_CHECK(waited_ms < 2000, "noticed after %lld ms", static_cast<long long>(waited_ms));
+    std::printf("rank %d: '%s' after %lld ms\n", rank, s.message().c_str(), static_cast<long long>(waited_ms));
+    ::usleep(300 * 1000);  // stay: the other survivor must find out by itself
+    return 0;
+  }, peer_errors);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0, -SIGKILL}));
+}
+
+TEST(UcxProcesses, SigkilledPeerReportedWithinTwoSeconds) { sigkilled_peer(true); }
+TEST(UcxProcesses, SigkilledPeerReportedWithinTwoSecondsSharedMemory) { sigkilled_peer(false); }
+
+// 8 processes on (at most) 2 cores, every pair both ways, inline and large messages.
+TEST(UcxProcesses, AllToAll8Processes) {
+  constexpr int kRanks = 8, kRounds = 3;
+  auto codes = run_proc_job(kRanks, [](int rank, transport::Transport* t, int64_t*) -> int {
+    for (int round = 0; round < kRounds; ++round) {
+      auto size_for = [&](int src, int dst) {
+        static const size_t s[] = {0, 9, 8192, 8193, 65537, 1u << 20};
+        return s[(src * 5 + dst + round) % 6];
+      };
+      std::vector<std::vector<uint8_t>> out(kRanks), in(kRanks);
+      std::vector<Request> sreq(kRanks), rreq(kRanks);
+      std::vector<Request*> ptrs;
+      for (int k = 1; k < kRanks; ++k) {
+        int p = (rank + k) % kRanks;
+        out[p].resize(size_for(rank, p));
+        fill(out[p], rank * 100 + p + round * 10000);
+        SHM_CHECK(t->post_send(&sreq[p], p, round, out[p].data(), out[p].size(), OpDesc{}).ok(), "send");
+        ptrs.push_back(&sreq[p]);
+      }
+      for (int p = 0; p < kRanks; ++p) {
+        if (p == rank) continue;
+        in[p].resize(size_for(p, rank));
+        SHM_CHECK(t->post_recv(&rreq[p], p, round, in[p].data(), in[p].size(), OpDesc{}).ok(), "recv");
+        ptrs.push_back(&rreq[p]);
+      }
+      Status s = t->wait_all(ptrs.data(), ptrs.size(), Deadline::after_ms(30000));
+      SHM_CHECK(s.ok(), "round %d: %s", round, s.message().c_str());
+      for (int p = 0; p < kRanks; ++p) {
+        if (p != rank) SHM_CHECK(first_bad(in[p], p * 100 + rank + round * 10000) == -1, "%d -> %d", p, rank);
+      }
+    }
+    t->close(Deadline::after_ms(5000));
+    return 0;
+  });
+  EXPECT_EQ(codes, std::vector<int>(kRanks, 0));
+}
+
+// ---- bandwidth against collx's own transports (not an assertion)
+
+using Factory = std::function<Status(int rank, transport::Bootstrap*, uint64_t comm, TransportPtr*)>;
+
+// Rank 0 streams `iters` messages of each size to rank 1, waiting for each; rank 1 answers
+// one byte after the last. GB/s = bytes / time at rank 0 (results in shared[size index]).
+int bench_body(int rank, transport::Transport* t, int64_t* shared, const std::vector<size_t>& sizes) {
+  std::vector<uint8_t> buf(sizes.back(), 1);
+  uint8_t ack = 0;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    const int iters = static_cast<int>(std::max<size_t>(4, (256u << 20) / sizes[s]));
+    int64_t t0 = 0;
+    for (int i = -1; i < iters; ++i) {  // one warm-up message
+      if (i == 0) t0 = monotonic_us();
+      Request r;
+      Status st = rank == 0 ? t->post_send(&r, 1, 1, buf.data(), sizes[s], OpDesc{})
+                            : t->post_recv(&r, 0, 1, buf.data(), sizes[s], OpDesc{});
+      SHM_CHECK(st.ok(), "%s", st.message().c_str());
+      st = wait_one(t, &r, 60000);
+      SHM_CHECK(st.ok(), "%s", st.message().c_str());
+    }
+    Request r;
+    Status st = rank == 0 ? t->post_recv(&r, 1, 2, &ack, 1, OpDesc{}) : t->post_send(&r, 0, 2, &ack, 1, OpDesc{});
+    SHM_CHECK(st.ok() && wait_one(t, &r, 60000).ok(), "ack");
+    if (rank == 0) shared[s] = static_cast<int64_t>(static_cast<double>(sizes[s]) * iters / (monotonic_us() - t0) * 1e3);
+  }
+  t->close(Deadline::after_ms(5000));
+  return 0;
+}
+
+std::vector<double> bench(const Factory& factory, const std::vector<size_t>& sizes) {
+  shm_test::ProcBoard* board = shm_test::new_proc_board();
+  auto* shared =
+      static_cast<int64_t*>(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  std::memset(shared, 0, 4096);
+  const uint64_t comm = next_comm_id();
+  auto codes = shm_test::run_processes(2, [&](int rank) -> int {
+    shm_test::ProcBootstrap boot(board, rank, 2);
+    TransportPtr t;
+    Status s = factory(rank, &boot, comm, &t);
+    SHM_CHECK(s.ok(), "%s", s.message().c_str());
+    return bench_body(rank, t.get(), shared, sizes);
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+  std::vector<double> gbps;
+  for (size_t s = 0; s < sizes.size(); ++s) gbps.push_back(shared[s] / 1e6);  // shared: KB/s -> GB/s
+  ::munmap(board, sizeof(shm_test::ProcBoard));
+  ::munmap(shared, 4096);
+  return gbps;
+}
+
+// The fields every transport's params share, for a 2-rank job.
+template <typename Params>
+Params two_rank_params(int rank, transport::Bootstrap* b, uint64_t comm) {
+  Params p;
+  p.rank = rank;
+  p.size = 2;
+  p.comm_id = comm;
+  p.bootstrap = b;
+  p.deadline = Deadline::after_ms(20000);
+  return p;
+}
+
+TEST(UcxProcesses, DISABLED_BenchVsTcpAndShm) {
+  const std::vector<size_t> sizes = {1u << 20, 4u << 20, 16u << 20, 64u << 20};
+  std::vector<std::pair<const char*, Factory>> transports = {
+      {"ucx", [](int rank, transport::Bootstrap* b, uint64_t comm, TransportPtr* out) {
+         return create_ucx_transport(ucx_params(rank, 2, comm, b), out);
+       }},
+      {"ucx-sm", [](int rank, transport::Bootstrap* b, uint64_t comm, TransportPtr* out) {
+         ::setenv("COLLX_UCX_PEER_ERRORS", "0", 1);  // in the child: UCX may use shared memory
+         return create_ucx_transport(ucx_params(rank, 2, comm, b), out);
+       }},
+      {"tcp", [](int rank, transport::Bootstrap* b, uint64_t comm, TransportPtr* out) {
+         auto p = two_rank_params<TcpTransportParams>(rank, b, comm);
+         COLLX_RETURN_IF_ERROR(load_tcp_settings(&p));
+         std::unique_ptr<TcpTransport> t;
+         COLLX_RETURN_IF_ERROR(create_tcp_transport(p, &t));
+         *out = std::move(t);
+         return Status::Ok();
+       }},
+      {"shm", [](int rank, transport::Bootstrap* b, uint64_t comm, TransportPtr* out) {
+         return create_shm_transport(two_rank_params<ShmTransportParams>(rank, b, comm), out);
+       }},
+  };
+  std::printf("p2p bandwidth, 2 processes, GB/s (1e9 B/s)\n%-6s", "bytes");
+  for (size_t s : sizes) std::printf(" %9zuM", s >> 20);
+  std::printf("\n");
+  for (auto& [name, factory] : transports) {
+    std::vector<double> gbps = bench(factory, sizes);
+    std::printf("%-6s", name);
+    for (double g : gbps) std::printf(" %10.2f", g);
+    std::printf("\n");
+  }
+}
+
+#endif  // COLLX_HAVE_UCX
+
+}  // namespace
+}  // namespace ucx_test
+}  // namespace collx
