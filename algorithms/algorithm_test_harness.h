@@ -33,6 +33,7 @@ inline const std::vector<AlgorithmInfo>& all_algorithms() {
       {"allreduce_recursive_doubling", allreduce_recursive_doubling, COLLX_COLL_ALLREDUCE,
        COLLX_ALGO_RECURSIVE_DOUBLING},
       {"allreduce_rabenseifner", allreduce_rabenseifner, COLLX_COLL_ALLREDUCE, COLLX_ALGO_RABENSEIFNER},
+      {"allreduce_double_tree", allreduce_double_tree, COLLX_COLL_ALLREDUCE, COLLX_ALGO_DOUBLE_TREE},
       {"reduce_scatter_ring", reduce_scatter_ring, COLLX_COLL_REDUCE_SCATTER, COLLX_ALGO_RING},
       {"allgather_ring", allgather_ring, COLLX_COLL_ALLGATHER, COLLX_ALGO_RING},
       {"broadcast_binomial", broadcast_binomial, COLLX_COLL_BROADCAST, COLLX_ALGO_BINOMIAL},

@@ -226,19 +226,8 @@ std::vector<std::vector<double>> expected_outputs(const AlgorithmInfo& algo, con
   return ::testing::AssertionSuccess();
 }
 
-// Algorithms swept here that the shared harness list does not hold (yet).
-const std::vector<AlgorithmInfo>& extra_algorithms() {
-  static const std::vector<AlgorithmInfo> list = {
-      {"allreduce_double_tree", allreduce_double_tree, COLLX_COLL_ALLREDUCE, COLLX_ALGO_DOUBLE_TREE},
-  };
-  return list;
-}
-
 const AlgorithmInfo& find_algorithm(const std::string& name) {
   for (const AlgorithmInfo& a : all_algorithms()) {
-    if (name == a.name) return a;
-  }
-  for (const AlgorithmInfo& a : extra_algorithms()) {
     if (name == a.name) return a;
   }
   ADD_FAILURE() << "no algorithm " << name;
