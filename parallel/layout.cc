@@ -1,4 +1,5 @@
 // Layout planner: configuration, registration and finalize (offsets, buckets, padding).
+#include <cstring>
 #include <numeric>
 
 #include "parallel/parallel_internal.h"
@@ -136,6 +137,11 @@ COLLX_API collx_status_t collx_layout_destroy(collx_layout_t layout) {
 COLLX_API collx_status_t collx_layout_add(collx_layout_t layout, uint64_t tensor_id, size_t numel,
                                           collx_datatype_t datatype, uint32_t flags) {
   if (!layout) return COLLX_ERR_INVALID_ARG;
+  // The caller may pass any int (FFI, casts): read the enum's bytes as an int, because
+  // loading an out-of-range value as collx_datatype_t is undefined behaviour.
+  static_assert(sizeof(collx_datatype_t) == sizeof(int), "C enums are int-sized here");
+  int datatype_value;
+  std::memcpy(&datatype_value, &datatype, sizeof datatype_value);
   return guarded(
       [&]() -> collx_status_t {
         const std::string id = std::to_string(tensor_id);
@@ -143,10 +149,10 @@ COLLX_API collx_status_t collx_layout_add(collx_layout_t layout, uint64_t tensor
           return layout_fail(layout, COLLX_ERR_INVALID_USAGE,
                              "collx_layout_add: tensor " + id +
                                  " added after collx_layout_finalize (create a new layout)");
-        if (static_cast<int>(datatype) < 0 || static_cast<int>(datatype) >= COLLX_NUM_DATATYPES)
+        if (datatype_value < 0 || datatype_value >= COLLX_NUM_DATATYPES)
           return layout_fail(layout, COLLX_ERR_INVALID_ARG,
                              "collx_layout_add: tensor " + id + " has unknown datatype " +
-                                 std::to_string(static_cast<int>(datatype)));
+                                 std::to_string(datatype_value));
         if (numel > (SIZE_MAX >> 4))
           return layout_fail(layout, COLLX_ERR_INVALID_ARG,
                              "collx_layout_add: tensor " + id + " numel " + std::to_string(numel) +
@@ -160,7 +166,7 @@ COLLX_API collx_status_t collx_layout_add(collx_layout_t layout, uint64_t tensor
         collx_layout_s::Tensor t;
         t.id = tensor_id;
         t.numel = numel;
-        t.dtype = static_cast<int32_t>(datatype);
+        t.dtype = static_cast<int32_t>(datatype_value);
         t.flags = flags;
         layout->tensors.push_back(t);
         layout->index.emplace(tensor_id, layout->tensors.size() - 1);
