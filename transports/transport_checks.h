@@ -4,8 +4,11 @@
 // running now). Header-only: transports are separate layers with no common library.
 #pragma once
 
+#include <algorithm>
 #include <cinttypes>
+#include <deque>
 #include <string>
+#include <unordered_map>
 
 #include "transports/transport.h"
 
@@ -81,6 +84,15 @@ inline Status check_against_active(const DescribeFn& describe, int rank, const O
                        tag_text(tag).c_str());
   }
   return Status::Ok();
+}
+
+// Cancelling a receive that is still only posted (nothing matched it): drop it from its
+// tag's queue, and the queue when it empties. The engines keep posted receives this way.
+inline void forget_posted(std::unordered_map<uint64_t, std::deque<Request*>>& posted, Request* req) {
+  auto queue = posted.find(req->tag);
+  if (queue == posted.end()) return;
+  queue->second.erase(std::remove(queue->second.begin(), queue->second.end(), req), queue->second.end());
+  if (queue->second.empty()) posted.erase(queue);
 }
 
 }  // namespace transport

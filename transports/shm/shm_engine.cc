@@ -273,12 +273,7 @@ void ShmEngine::cancel(Request* const* reqs, size_t count) {
     } else {
       auto* m = static_cast<InMsg*>(r->transport_private);
       if (m == nullptr) {
-        auto posted = p.posted.find(r->tag);
-        if (posted != p.posted.end()) {
-          auto& queue = posted->second;
-          queue.erase(std::remove(queue.begin(), queue.end(), r), queue.end());
-          if (queue.empty()) p.posted.erase(posted);
-        }
+        transport::forget_posted(p.posted, r);
       } else {
         // Partly received: the rest is consumed and dropped, keeping the ring in step.
         m->recv = nullptr;

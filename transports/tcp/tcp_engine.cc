@@ -297,12 +297,7 @@ void TcpEngine::cancel(Request* const* reqs, size_t count) {
     } else {
       auto* m = static_cast<InMsg*>(r->transport_private);
       if (m == nullptr) {
-        auto posted = p.posted.find(r->tag);
-        if (posted != p.posted.end()) {
-          auto& queue = posted->second;
-          queue.erase(std::remove(queue.begin(), queue.end(), r), queue.end());
-          if (queue.empty()) p.posted.erase(posted);
-        }
+        transport::forget_posted(p.posted, r);
       } else {
         // Partly received: the rest of its payload is read and dropped, keeping the stream
         // in step, and nothing more is written to this buffer.

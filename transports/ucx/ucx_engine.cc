@@ -164,12 +164,7 @@ void UcxEngine::cancel(Request* const* reqs, size_t count) {
       m->recv = nullptr;  // its data receive is cancelled in UCX below
       if (m->data_req) ucp_request_cancel(worker_, m->data_req);
     } else {
-      auto posted = p.posted.find(r->tag);
-      if (posted != p.posted.end()) {
-        auto& queue = posted->second;
-        queue.erase(std::remove(queue.begin(), queue.end(), r), queue.end());
-        if (queue.empty()) p.posted.erase(posted);
-      }
+      transport::forget_posted(p.posted, r);
     }
     r->transport_private = nullptr;
     complete_request(r, cancelled);
