@@ -57,6 +57,15 @@ Status allreduce_rabenseifner(const Context& ctx, const CollArgs& args);
 // Double binary tree (NCCL's): each half of the vector reduced up and broadcast down one of
 // two binary trees in which no rank is interior twice, pipelined in chunks.
 Status allreduce_double_tree(const Context& ctx, const CollArgs& args);
+// Shared memory (shm transport only, algorithms/shared_memory.cc): every rank reads its
+// peers' data in their boards instead of receiving messages; COLLX_ERR_INVALID_ARG on a
+// transport without shared boards.
+// All-reduces up to this size take the one-meeting shape (every rank reduces the whole
+// vector from every board); beyond it, reading p whole vectors costs more than a meeting.
+constexpr size_t kSharedMemorySmallAllreduceBytes = 8u << 10;
+Status allreduce_shared_memory(const Context& ctx, const CollArgs& args);
+Status reduce_scatter_shared_memory(const Context& ctx, const CollArgs& args);
+Status allgather_shared_memory(const Context& ctx, const CollArgs& args);
 Status reduce_scatter_ring(const Context& ctx, const CollArgs& args);
 Status allgather_ring(const Context& ctx, const CollArgs& args);
 Status broadcast_binomial(const Context& ctx, const CollArgs& args);

@@ -105,9 +105,50 @@ class Bootstrap {
                            std::vector<std::vector<uint8_t>>* all, Deadline deadline) = 0;
 };
 
+// Memory every rank of one host can read in place, with counters to meet on (the shm
+// transport only). Each rank owns a board of two halves, used in alternation by successive
+// rounds so a rank may fill one half while slower peers still read the other; only its owner
+// writes a board, peers read it. Algorithms that read their peers' data directly
+// (algorithms/shared_memory.cc) are built on it.
+//
+// Ordering: publish() is a release; a peer whose wait for that value completed sees every
+// write its publisher made to its board before publishing. Thread safety: one collective at a
+// time uses the boards (the core runs collectives in order); post_wait like post_recv.
+class SharedBoards {
+ public:
+  enum Counter : int { kArrived = 0, kReduced = 1, kDone = 2, kNumCounters = 3 };
+  // Bytes of one half of a board.
+  virtual size_t half_bytes() const = 0;
+  // Half `parity` (0 or 1) of `rank`'s board as mapped in this process.
+  virtual uint8_t* board(int rank, int parity) = 0;
+  // Sets this rank's `counter` to `value` (values only grow) and records `desc` as the
+  // operation it belongs to; wakes peers that sleep in a wait.
+  virtual void publish(Counter counter, uint64_t value, const OpDesc& desc) = 0;
+  // True when `peer`'s `counter` is at least `value` now and, with `desc`, the peer published
+  // that value for `desc` (no lock, no waiting). False says nothing about a mismatch: post a
+  // wait to learn why.
+  virtual bool reached(int peer, Counter counter, uint64_t value, const OpDesc* desc) const = 0;
+  // A request completing when `peer`'s `counter` reaches `value`; waited for with
+  // Transport::wait_all (deadlines, dead peers, poison and abort apply) and cancelled with
+  // Transport::cancel. With `desc`, a peer that published that value for a different
+  // operation fails it and poisons the transport with COLLX_ERR_MISMATCH.
+  virtual Status post_wait(Request* req, int peer, Counter counter, uint64_t value, const OpDesc* desc) = 0;
+  // Rounds are numbered from 1 on each rank, in the same order on every rank (collectives
+  // run in the same order); returns the next one.
+  uint64_t next_round() { return ++round_; }
+
+ protected:
+  ~SharedBoards() = default;
+
+ private:
+  uint64_t round_ = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
+  // Shared boards of ranks on one host; nullptr when the transport has none.
+  virtual SharedBoards* shared_boards() { return nullptr; }
 
   virtual const char* name() const = 0;
   virtual int rank() const = 0;

@@ -128,7 +128,11 @@ typedef enum collx_algorithm {
   COLLX_ALGO_DIRECT = 6,             /* send/recv */
   COLLX_ALGO_RABENSEIFNER = 7,       /* allreduce: recursive halving + doubling (large messages) */
   COLLX_ALGO_DOUBLE_TREE = 8,        /* allreduce: two pipelined binary trees (NCCL's double binary tree) */
-  COLLX_NUM_ALGORITHMS = 9
+  COLLX_ALGO_SHARED_MEMORY = 9,      /* allreduce, reduce_scatter, allgather: every rank reads its peers'
+                                        data in shared memory (one host, shm transport only) */
+  COLLX_ALGO_HIERARCHICAL = 10,      /* allreduce: within each host, across hosts, within each host
+                                        (communicators spanning hosts) */
+  COLLX_NUM_ALGORITHMS = 11
 } collx_algorithm_t;
 
 /* Where a buffer lives. AUTO asks the library to find out (host unless CUDA says so). */
@@ -239,6 +243,29 @@ COLLX_API collx_status_t collx_comm_split(collx_comm_t comm, int32_t color, int3
                                           collx_comm_t* newcomm);
 /* A new communicator with the same ranks. Collective over `comm`. */
 COLLX_API collx_status_t collx_comm_dup(collx_comm_t comm, collx_comm_t* newcomm);
+
+/* ULFM's MPIX_Comm_shrink: a new communicator of the ranks of `comm` that are still there.
+ *  - Who calls it: every surviving rank of `comm`, collectively (each once per shrink, in the
+ *    same order as its other shrinks of `comm`). `comm` may be failed (typically after a
+ *    peer died: COLLX_ERR_REMOTE) or healthy (then, when every rank calls it, the result has
+ *    the same size). Its transport is not used: the ranks agree through the job's store.
+ *  - Members: the ranks that called it, agreed by all of them even when they saw different
+ *    failures. A rank that has not called it is left out at once when its process is known
+ *    to have exited (same host), else when timeout_ms expires: a rank that is alive but
+ *    never calls (or calls after the others' deadline) is excluded, and its own later call
+ *    fails with COLLX_ERR_REMOTE naming the members. New ranks follow the old rank order.
+ *  - timeout_ms: how long to wait for ranks that did not call (< 0: the communicator's
+ *    timeout); creating the new communicator once agreed is bounded by the communicator's
+ *    timeout. A shrink on a healthy communicator where a rank is slow to call therefore
+ *    excludes it after timeout_ms.
+ *  - Errors: COLLX_ERR_INVALID_ARG for a NULL comm or newcomm; the store's error when it
+ *    cannot be reached: if the process hosting it died (rank 0 unless collx-run or a store
+ *    handle provides it), shrink cannot work and the message says so.
+ *  - Threads: like every call on `comm` (one thread at a time); not ordered with operations
+ *    still queued on `comm`.
+ *  - Ownership: *newcomm is a new handle (NULL on error) released with collx_comm_destroy;
+ *    `comm` is unchanged and must still be destroyed by the caller. */
+COLLX_API collx_status_t collx_comm_shrink(collx_comm_t comm, int64_t timeout_ms, collx_comm_t* newcomm);
 
 /* Release the communicator after its operations finish (pending nonblocking operations
  * are waited for up to the timeout). Local: peers learn that this rank left; their later

@@ -66,6 +66,18 @@ collx_status_t collx_comm_dup(collx_comm_t comm, collx_comm_t* newcomm) {
   });
 }
 
+collx_status_t collx_comm_shrink(collx_comm_t comm, int64_t timeout_ms, collx_comm_t* newcomm) {
+  return api::guarded(comm, [&]() -> Status {
+    if (!comm || !comm->impl) return api::null_handle("comm");
+    if (!newcomm) return api::null_handle("newcomm");
+    *newcomm = nullptr;
+    std::shared_ptr<Communicator> child;
+    COLLX_RETURN_IF_ERROR(comm->impl->shrink(timeout_ms, &child));
+    *newcomm = new collx_comm_s{std::move(child)};
+    return Status::Ok();
+  });
+}
+
 collx_status_t collx_comm_destroy(collx_comm_t comm) {
   if (!comm) return COLLX_OK;
   collx_status_t rc = api::guarded(nullptr, [&]() -> Status {

@@ -69,7 +69,11 @@ enum class SettingType { kInt, kSize, kString, kBool };
   X(DEBUG, kString, "WARN", "Log level: NONE, WARN, INFO or TRACE.")                              \
   X(DEBUG_SUBSYS, kString, "ALL",                                                                  \
     "Subsystems logged, comma separated: INIT, COLL, P2P, NET, STORE, TUNE, ALL; '^NAME' excludes.") \
-  X(DEBUG_FILE, kString, "", "Log to this file instead of stderr; %h becomes the host name, %p the pid.")
+  X(DEBUG_FILE, kString, "", "Log to this file instead of stderr; %h becomes the host name, %p the pid.") \
+  X(TEST_HOST_ID, kString, "",                                                                     \
+    "Tests only: host labels by world rank, comma separated (e.g. 'a,a,b,b'); ranks with different " \
+    "labels count as different hosts although they share this one (one label: every rank). Never " \
+    "set it in production.")
 
 enum class SettingId {
 #define COLLX_SETTING_ID_(id, type, def, meaning) id,

@@ -20,10 +20,29 @@ class [[nodiscard]] Status {
   collx_status_t code() const { return code_; }
   const std::string& message() const { return message_; }
 
-  // Prefix context ("allreduce #12: ") to the message, keeping the code.
+  // Prefix context ("allreduce #12: ") to the message, keeping the code (and remote code).
   Status with_context(const std::string& context) const {
     if (ok()) return *this;
-    return Status(code_, context + message_);
+    Status out(code_, context + message_);
+    out.remote_code_ = remote_code_;
+    return out;
+  }
+
+  // COLLX_ERR_REMOTE statuses built from a peer's failure notice (a POISON frame or message,
+  // or the shm segment's reason) carry the status code the peer failed with; COLLX_OK when
+  // unknown (a peer that died or closed its connection says nothing). Decisions about the
+  // cause (e.g. the flight recorder's dump on a remote timeout) read this, never the text.
+  collx_status_t remote_code() const { return remote_code_; }
+  Status with_remote_code(collx_status_t code) const {
+    Status out = *this;
+    out.remote_code_ = code;
+    return out;
+  }
+  // The code of the failure that started it all: remote_code() when this is a peer's
+  // failure with a known code, else code(). What a rank passes on when it tells its own
+  // peers, so a relayed failure keeps its root cause.
+  collx_status_t cause_code() const {
+    return code_ == COLLX_ERR_REMOTE && remote_code_ != COLLX_OK ? remote_code_ : code_;
   }
 
   // Marks a status as deliberately ignored (best-effort cleanup paths).
@@ -32,6 +51,7 @@ class [[nodiscard]] Status {
  private:
   collx_status_t code_ = COLLX_OK;
   std::string message_;
+  collx_status_t remote_code_ = COLLX_OK;
 };
 
 // Formats like printf into a std::string.

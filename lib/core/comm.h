@@ -16,6 +16,7 @@
 #include "lib/common/status.h"
 #include "lib/core/executor.h"
 #include "lib/core/flight_recorder.h"  // flight recorder
+#include "lib/core/host_identity.h"
 #include "lib/core/launch_env.h"
 #include "lib/core/selection.h"
 #include "lib/core/tune_file.h"
@@ -57,6 +58,7 @@ struct CommSettings {
 
 class Communicator;
 class DeviceState;
+struct Hierarchy;  // lib/core/comm_hierarchy.h
 
 // COLLX_BIND (none | numa | core): pins the calling thread to its local rank's CPUs, once
 // per process (comm_binding.cc). OK without doing anything when unset or "none".
@@ -104,6 +106,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // MPI_Comm_split semantics; *out is null for COLLX_SPLIT_NOCOLOR.
   Status split(int color, int key, std::shared_ptr<Communicator>* out);
   Status dup(std::shared_ptr<Communicator>* out);
+  // ULFM-style shrink (lib/core/comm_shrink.cc): the ranks that call it agree through the
+  // store on who is left and form a new communicator of them. `timeout_ms` < 0: the
+  // communicator's timeout.
+  Status shrink(int64_t timeout_ms, std::shared_ptr<Communicator>* out);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -160,6 +166,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status execute(const CollCall& call, const transport::OpDesc& desc);
   Status dispatch(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
   Status run_algorithm(const algo::CollArgs& args) const;
+  // Hierarchical all-reduce (comm_hierarchy.cc): layout planned by init, internal child
+  // communicators made by the first call, aborted and destroyed with this one.
+  void plan_hierarchy(const std::vector<std::string>& host_of_rank);
+  Status allreduce_hierarchical(const algo::Context& ctx, const algo::CollArgs& args) const;
+  void abort_hierarchy();
+  void destroy_hierarchy();
   // CUDA device buffers: NCCL, CUDA IPC or staging (lib/core/comm_device.cc).
   Status dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
   // Marks the communicator failed; peers are told unless the failure came from them.
@@ -186,11 +198,14 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int ring_position_ = 0;
   uint64_t coll_seq_ = 0;       // last sequence number handed out
   uint64_t children_ = 0;       // split/dup counter (prefixes of children)
+  uint64_t shrinks_ = 0;        // shrink counter (prefixes of shrink agreements)
+  std::vector<HostIdentity> rank_hosts_;  // every rank's host and pid, from init (shrink)
   mutable ScratchPool core_scratch_;  // premul copies
   mutable ScratchPool algo_scratch_;  // algorithms' temporaries
   FlightRecorder flight_;  // last operations, dumped on a timeout (declared before the executor, whose tasks use it)
   Executor executor_;
   std::shared_ptr<DeviceState> device_;  // lib/core/comm_device.cc; made by the first device call
+  std::shared_ptr<Hierarchy> hierarchy_;  // lib/core/comm_hierarchy.cc; null: one host
 
   mutable std::mutex state_mutex_;
   Status failure_;  // first fatal status

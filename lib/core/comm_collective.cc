@@ -31,9 +31,21 @@ Status Communicator::select_algorithm(collx_coll_t coll, size_t count, int32_t d
     return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: algorithm '%s' (%d) does not implement %s",
                        algorithm_name(forced), static_cast<int>(forced), coll_name(coll));
   }
+  if (forced == COLLX_ALGO_SHARED_MEMORY && (!transport_ || transport_->shared_boards() == nullptr)) {
+    return make_status(COLLX_ERR_INVALID_ARG,
+                       "select_algorithm: algorithm 'shared_memory' needs the shm transport (every rank on one host); "
+                       "this communicator uses %s",
+                       transport_name());
+  }
   const size_t element = coll == COLLX_COLL_BARRIER ? 0 : datatype_size(datatype);
-  *out = settings_.selector.choose(coll, selection_bytes(coll, count, element, size_), size_,
-                                   static_cast<collx_algorithm_t>(forced), model_, settings_.chunk_bytes);
+  const uint64_t bytes = selection_bytes(coll, count, element, size_);
+  *out = settings_.selector.choose(coll, bytes, size_, static_cast<collx_algorithm_t>(forced), model_,
+                                   settings_.chunk_bytes);
+  if (*out == COLLX_ALGO_SHARED_MEMORY && model_.shared_board_half_bytes() == 0) {
+    // A COLLX_ALGO rule naming it, on a communicator that spans hosts: the rule cannot
+    // apply here, so the model chooses (a forced call was refused above).
+    *out = model_.best(coll, bytes, size_, settings_.chunk_bytes);
+  }
   return Status::Ok();
 }
 
@@ -112,7 +124,8 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
   ctx.size = size_;
   ctx.chunk_bytes = settings_.chunk_bytes;
   ctx.scratch = &algo_scratch_;
-  if (!ring_order_.empty() && args.desc.kind == COLLX_COLL_ALLREDUCE) {
+  if (!ring_order_.empty() && args.desc.kind == COLLX_COLL_ALLREDUCE &&
+      args.desc.algorithm != COLLX_ALGO_SHARED_MEMORY) {
     ctx.rank = ring_position_;  // the result does not depend on rank order
     ctx.rank_at = ring_order_.data();
   }
@@ -136,6 +149,14 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
       break;
     case COLLX_ALGO_DOUBLE_TREE:
       if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_double_tree(ctx, args);
+      break;
+    case COLLX_ALGO_HIERARCHICAL:  // comm_hierarchy.cc
+      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return allreduce_hierarchical(ctx, args);
+      break;
+    case COLLX_ALGO_SHARED_MEMORY:
+      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_shared_memory(ctx, args);
+      if (args.desc.kind == COLLX_COLL_REDUCE_SCATTER) return algo::reduce_scatter_shared_memory(ctx, args);
+      if (args.desc.kind == COLLX_COLL_ALLGATHER) return algo::allgather_shared_memory(ctx, args);
       break;
     case COLLX_ALGO_BINOMIAL:
       if (args.desc.kind == COLLX_COLL_BROADCAST) return algo::broadcast_binomial(ctx, args);

@@ -28,7 +28,7 @@ Status Communicator::explain(collx_coll_t coll, size_t count, int32_t datatype, 
   }
   text += string_printf("  chosen: %s (%s)\n", algorithm_name(chosen), why.c_str());
   text += "  candidate            predicted_us  messages  chunk_bytes\n";
-  for (collx_algorithm_t algorithm : CostModel::candidates(coll)) {
+  for (collx_algorithm_t algorithm : model_.candidates_here(coll)) {
     const Prediction p = model_.predict(coll, algorithm, bytes, size_, settings_.chunk_bytes);
     const bool chunked = algorithm == COLLX_ALGO_RING;
     text += string_printf("  %-20s %12.1f  %8" PRIu64 "  %s%s\n", algorithm_name(algorithm), p.micros, p.messages,
@@ -42,6 +42,14 @@ Status Communicator::explain(collx_coll_t coll, size_t count, int32_t datatype, 
   text += string_printf("  model: %s alpha %.2f us, beta %.4f ns/byte, gamma %.4f ns/byte (%s)\n",
                         model_.transport().c_str(), c.alpha_us, c.beta_ns_per_byte, c.gamma_ns_per_byte,
                         source.c_str());
+  const HostLayout& hosts = model_.hosts();
+  if (coll == COLLX_COLL_ALLREDUCE && hosts.hosts > 1 && hosts.max_per_host > 1) {  // comm_hierarchy.cc
+    text += string_printf("  hosts: %d, up to %d ranks each%s; hierarchical runs inside hosts over %s (alpha %.2f us, "
+                          "beta %.4f ns/byte, gamma %.4f ns/byte), across hosts over %s\n",
+                          hosts.hosts, hosts.max_per_host, hosts.uniform ? "" : " (unequal: via host leaders)",
+                          hosts.intra_transport.c_str(), hosts.intra.alpha_us, hosts.intra.beta_ns_per_byte,
+                          hosts.intra.gamma_ns_per_byte, model_.transport().c_str());
+  }
   *out = std::move(text);
   return Status::Ok();
 }

@@ -71,7 +71,7 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
   auto bootstrap = std::make_unique<StoreBootstrap>(store_, prefix_, rank_, size_);
 
   // Every rank learns every rank's host, so it knows which peers share its host.
-  HostIdentity me = this_host();
+  HostIdentity me = this_host(job.rank);
   std::vector<std::vector<uint8_t>> hosts;
   Status st = bootstrap->allgather("host", encode_host_identity(me), &hosts, deadline);
   if (!st.ok()) return st.with_context("creating communicator '" + name_ + "': ");
@@ -82,6 +82,7 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
   for (int r = 0; r < size_; ++r) {
     HostIdentity peer;
     COLLX_RETURN_IF_ERROR(decode_host_identity(hosts[static_cast<size_t>(r)], &peer));
+    rank_hosts_.push_back(peer);
     host_of_rank.push_back(std::to_string(peer.host_hash));
     if (peer.host_hash == me.host_hash) {
       if (r < rank_) ++local_rank_;
@@ -98,6 +99,7 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
   use_ring_order(host_of_rank);
   st = create_transport(bootstrap.get(), single_host, deadline);
   if (!st.ok()) return st.with_context("creating communicator '" + name_ + "': ");
+  plan_hierarchy(host_of_rank);  // comm_hierarchy.cc (after create_transport: it extends model_)
   COLLX_RETURN_IF_ERROR(flight_.init(name_, rank_, size_, job.rank, job.store_addr,  // flight recorder
                                      transport_ ? transport_->name() : "none"));
   bootstrap->cleanup().ignore();  // best effort: leftover keys only cost store memory
@@ -176,10 +178,11 @@ void Communicator::fail(const Status& status) {
     }
   }
   // flight recorder: dump on a timeout here, and on a peer's (its failure reaches us as
-  // COLLX_ERR_REMOTE naming the timeout, often before our own deadline passes), so every
-  // rank of a hang leaves a record, as torch's store-signalled dumps do.
+  // COLLX_ERR_REMOTE whose remote code, set by the transport from the peer's notice, is the
+  // timeout; often before our own deadline passes), so every rank of a hang leaves a record,
+  // as torch's store-signalled dumps do.
   const bool timed_out = status.code() == COLLX_ERR_TIMEOUT ||
-                         (status.code() == COLLX_ERR_REMOTE && status.message().find("COLLX_ERR_TIMEOUT") != std::string::npos);
+                         (status.code() == COLLX_ERR_REMOTE && status.remote_code() == COLLX_ERR_TIMEOUT);
   if (first && timed_out) flight_.dump_after_timeout();
   COLLX_WARN(COLL, "communicator '%s' failed: %s: %s", name_.c_str(), status_name(status.code()),
              status.message().c_str());
@@ -196,6 +199,7 @@ void Communicator::abort() {
     }
   }
   if (transport_) transport_->abort();
+  abort_hierarchy();  // comm_hierarchy.cc
 }
 
 void Communicator::destroy() {
@@ -217,6 +221,7 @@ void Communicator::destroy() {
     }
     detached_.clear();
   }
+  destroy_hierarchy();  // comm_hierarchy.cc: internal children go first
   if (transport_) {
     // Leaving peers a GOODBYE lets them say "rank R left" instead of "rank R died".
     transport_->close(failed_.load() ? Deadline::after_ms(0) : deadline.min(Deadline::after_ms(5000)));

@@ -118,6 +118,10 @@ Prediction CostModel::predict(collx_coll_t coll, collx_algorithm_t algorithm, ui
       out.micros = (p - 1) * (a + n / p * b);
       out.messages = static_cast<uint64_t>(p - 1);
       break;
+    case COLLX_ALGO_SHARED_MEMORY:  // cost_model_shared.cc
+      return predict_shared_memory(coll, bytes, p);
+    case COLLX_ALGO_HIERARCHICAL:  // cost_model_hierarchy.cc
+      return predict_hierarchical(bytes, p, chunk_bytes);
     case COLLX_ALGO_DISSEMINATION:
       out.micros = ceil_log2(p) * a;
       out.messages = static_cast<uint64_t>(ceil_log2(p));
@@ -133,7 +137,7 @@ Prediction CostModel::predict(collx_coll_t coll, collx_algorithm_t algorithm, ui
 collx_algorithm_t CostModel::best(collx_coll_t coll, uint64_t bytes, int ranks, uint64_t chunk_bytes) const {
   collx_algorithm_t chosen = COLLX_ALGO_AUTO;
   double best_us = 0;
-  for (collx_algorithm_t algorithm : candidates(coll)) {
+  for (collx_algorithm_t algorithm : candidates_here(coll)) {
     const double us = predict(coll, algorithm, bytes, ranks, chunk_bytes).micros;
     if (chosen == COLLX_ALGO_AUTO || us < best_us) {
       chosen = algorithm;

@@ -33,6 +33,16 @@ struct Prediction {
   uint64_t messages = 0;  // messages one rank sends (steps x chunks)
 };
 
+// Where a communicator's ranks live, for the hierarchical all-reduce (cost_model_hierarchy.cc).
+// hosts == 1 (the default): one host, and no hierarchical candidate.
+struct HostLayout {
+  int hosts = 1;
+  int max_per_host = 1;         // ranks on the most populated host
+  bool uniform = true;          // every host holds max_per_host ranks
+  std::string intra_transport;  // of the per-host communicators ("shm" when allowed)
+  LinkCost intra;               // its constants
+};
+
 class CostModel {
  public:
   CostModel() = default;
@@ -49,12 +59,27 @@ class CostModel {
   Prediction predict(collx_coll_t coll, collx_algorithm_t algorithm, uint64_t bytes, int ranks,
                      uint64_t chunk_bytes) const;
 
-  // The candidate with the smallest prediction.
+  // Host layout of the communicator; candidates_here() adds COLLX_ALGO_HIERARCHICAL to the
+  // all-reduce candidates when its ranks span hosts and some host holds two or more.
+  void set_hosts(const HostLayout& layout) { hosts_ = layout; }
+  const HostLayout& hosts() const { return hosts_; }
+  std::vector<collx_algorithm_t> candidates_here(collx_coll_t coll) const;
+  // The transport has shared boards (transport::SharedBoards) with halves of `half_bytes`:
+  // COLLX_ALGO_SHARED_MEMORY joins the candidates of all-reduce, reduce-scatter and
+  // all-gather (cost_model_shared.cc). 0: it has none.
+  void set_shared_boards(uint64_t half_bytes) { board_half_bytes_ = half_bytes; }
+  uint64_t shared_board_half_bytes() const { return board_half_bytes_; }
+
+  // The candidate (of candidates_here) with the smallest prediction.
   collx_algorithm_t best(collx_coll_t coll, uint64_t bytes, int ranks, uint64_t chunk_bytes) const;
 
  private:
   std::string transport_ = "tcp";
   LinkCost cost_ = default_link_cost("tcp");
+  HostLayout hosts_;
+  Prediction predict_hierarchical(uint64_t bytes, int ranks, uint64_t chunk_bytes) const;
+  Prediction predict_shared_memory(collx_coll_t coll, uint64_t bytes, int ranks) const;
+  uint64_t board_half_bytes_ = 0;
 };
 
 }  // namespace collx

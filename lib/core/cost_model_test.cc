@@ -2,6 +2,8 @@
 // combines COLLX_ALGO rules with the model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "lib/core/cost_model.h"
 #include "lib/core/selection.h"
 #include "lib/core/tune_file.h"
@@ -41,6 +43,30 @@ TEST(CostModel, RingMessagesCountStepsTimesChunks) {
   // 4 ranks, 8 MiB: each step moves 2 MiB = 4 chunks of 512 KiB; all-reduce has 6 steps.
   EXPECT_EQ(model.predict(COLLX_COLL_ALLREDUCE, COLLX_ALGO_RING, 8u << 20, 4, 512 << 10).messages, 24u);
   EXPECT_EQ(model.predict(COLLX_COLL_ALLGATHER, COLLX_ALGO_RING, 8u << 20, 4, 512 << 10).messages, 12u);
+}
+
+TEST(CostModel, SharedMemoryIsACandidateOnlyWhereTheTransportHasSharedBoards) {
+  CostModel tcp("tcp", default_link_cost("tcp"));
+  CostModel shm("shm", default_link_cost("shm"));
+  shm.set_shared_boards(512 << 10);
+  for (collx_coll_t coll : {COLLX_COLL_ALLREDUCE, COLLX_COLL_REDUCE_SCATTER, COLLX_COLL_ALLGATHER}) {
+    auto has = [coll](const CostModel& m) {
+      auto c = m.candidates_here(coll);
+      return std::find(c.begin(), c.end(), COLLX_ALGO_SHARED_MEMORY) != c.end();
+    };
+    EXPECT_FALSE(has(tcp)) << coll;
+    EXPECT_TRUE(has(shm)) << coll;
+  }
+  auto b = shm.candidates_here(COLLX_COLL_BROADCAST);
+  EXPECT_EQ(std::find(b.begin(), b.end(), COLLX_ALGO_SHARED_MEMORY), b.end());
+  // One meeting instead of log2 p messages: small all-reduces go through shared memory.
+  for (int ranks : {2, 4, 8}) {
+    EXPECT_EQ(shm.best(COLLX_COLL_ALLREDUCE, 8, ranks, 512 << 10), COLLX_ALGO_SHARED_MEMORY) << ranks;
+    EXPECT_EQ(tcp.best(COLLX_COLL_ALLREDUCE, 8, ranks, 512 << 10), COLLX_ALGO_RECURSIVE_DOUBLING) << ranks;
+  }
+  // More rounds cost more meetings.
+  EXPECT_LT(shm.predict(COLLX_COLL_ALLGATHER, COLLX_ALGO_SHARED_MEMORY, 1 << 20, 4, 0).messages,
+            shm.predict(COLLX_COLL_ALLGATHER, COLLX_ALGO_SHARED_MEMORY, 64 << 20, 4, 0).messages);
 }
 
 TEST(TuneFile, ParsesWhatItFormats) {

@@ -1,9 +1,16 @@
 #include "lib/core/host_identity.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <cstring>
 #include <fstream>
+
+#include "lib/common/settings.h"
+#include "lib/common/strings.h"
 
 namespace collx {
 
@@ -30,33 +37,64 @@ static std::string read_link(const char* path) {
   return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : std::string();
 }
 
-HostIdentity this_host() {
+// "pid:[4026531836]" -> 4026531836.
+static uint64_t pid_namespace() {
+  const std::string link = read_link("/proc/self/ns/pid");
+  const size_t open = link.find('[');
+  if (open == std::string::npos) return 0;
+  return std::strtoull(link.c_str() + open + 1, nullptr, 10);
+}
+
+// COLLX_TEST_HOST_ID (tests only): "a,a,b,b" gives world rank r the r-th label, a value
+// without commas labels every rank; ranks past the end of the list get no label.
+static std::string test_host_label(int world_rank) {
+  const std::string spec = setting_raw(SettingId::TEST_HOST_ID);
+  if (spec.empty()) return std::string();
+  if (spec.find(',') == std::string::npos) return spec;
+  const std::vector<std::string> labels = split_trimmed(spec, ',');
+  if (world_rank < 0 || static_cast<size_t>(world_rank) >= labels.size()) return std::string();
+  return labels[static_cast<size_t>(world_rank)];
+}
+
+HostIdentity this_host(int world_rank) {
   HostIdentity id;
   char name[256] = {0};
   gethostname(name, sizeof name - 1);
   id.hostname = name;
   std::string key = id.hostname + "|" + read_first_line("/proc/sys/kernel/random/boot_id") + "|" +
                     read_link("/proc/self/ns/ipc") + "|" + read_link("/proc/self/ns/net");
+  const std::string label = test_host_label(world_rank);
+  if (!label.empty()) key += "|test-host:" + label;
   id.host_hash = fnv1a64(key.data(), key.size());
   id.pid = static_cast<int32_t>(getpid());
+  id.pid_ns = pid_namespace();
   return id;
 }
 
+bool known_dead(const HostIdentity& me, const HostIdentity& peer) {
+  if (peer.pid <= 0 || peer.pid_ns == 0) return false;
+  if (peer.host_hash != me.host_hash || peer.pid_ns != me.pid_ns) return false;
+  return ::kill(peer.pid, 0) != 0 && errno == ESRCH;
+}
+
 std::vector<uint8_t> encode_host_identity(const HostIdentity& id) {
-  std::vector<uint8_t> out(12 + id.hostname.size());
+  // host_hash (8) | pid (4) | pid_ns (8) | hostname
+  std::vector<uint8_t> out(20 + id.hostname.size());
   std::memcpy(out.data(), &id.host_hash, 8);
   std::memcpy(out.data() + 8, &id.pid, 4);
-  std::memcpy(out.data() + 12, id.hostname.data(), id.hostname.size());
+  std::memcpy(out.data() + 12, &id.pid_ns, 8);
+  std::memcpy(out.data() + 20, id.hostname.data(), id.hostname.size());
   return out;
 }
 
 Status decode_host_identity(const std::vector<uint8_t>& bytes, HostIdentity* out) {
-  if (bytes.size() < 12 || bytes.size() > 12 + 255) {
+  if (bytes.size() < 20 || bytes.size() > 20 + 255) {
     return make_status(COLLX_ERR_PROTOCOL, "host identity of %zu bytes is malformed", bytes.size());
   }
   std::memcpy(&out->host_hash, bytes.data(), 8);
   std::memcpy(&out->pid, bytes.data() + 8, 4);
-  out->hostname.assign(reinterpret_cast<const char*>(bytes.data()) + 12, bytes.size() - 12);
+  std::memcpy(&out->pid_ns, bytes.data() + 12, 8);
+  out->hostname.assign(reinterpret_cast<const char*>(bytes.data()) + 20, bytes.size() - 20);
   return Status::Ok();
 }
 

@@ -15,9 +15,20 @@ struct HostIdentity {
   std::string hostname;
   uint64_t host_hash = 0;  // hostname + boot id + ipc and net namespace inodes
   int32_t pid = 0;
+  // Inode of the process's pid namespace (/proc/self/ns/pid; 0 when unreadable). A peer's
+  // pid means the same process here only when host_hash and pid_ns both match
+  // (communicator shrink checks whether a silent peer's process still exists).
+  uint64_t pid_ns = 0;
 };
 
-HostIdentity this_host();
+// Whether the process of `peer` is known to have exited: it shares the host and pid
+// namespace of `me` (this process's identity as published) and kill(pid, 0) says ESRCH.
+// False when unknown (another host, another namespace, or it exists).
+bool known_dead(const HostIdentity& me, const HostIdentity& peer);
+
+// `world_rank` picks this process's label in COLLX_TEST_HOST_ID (tests only: fake hosts on
+// one machine, salted into host_hash; see lib/common/settings.h).
+HostIdentity this_host(int world_rank = -1);
 std::vector<uint8_t> encode_host_identity(const HostIdentity& id);
 Status decode_host_identity(const std::vector<uint8_t>& bytes, HostIdentity* out);
 

@@ -15,7 +15,7 @@ const char* const kCollNames[COLLX_NUM_COLLS] = {
 
 const char* const kAlgorithmNames[COLLX_NUM_ALGORITHMS] = {
     "auto", "ring", "recursive_doubling", "binomial", "pairwise", "dissemination", "direct", "rabenseifner",
-    "double_tree"};
+    "double_tree", "shared_memory", "hierarchical"};
 
 std::string normalize(const std::string& name) {
   std::string out;
@@ -53,6 +53,7 @@ bool algorithm_from_name(const std::string& name, collx_algorithm_t* out) {
   std::string n = normalize(name);
   if (n == "rd") n = "recursive_doubling";
   if (n == "tree") n = "double_tree";
+  if (n == "shm") n = "shared_memory";
   for (int i = 0; i < COLLX_NUM_ALGORITHMS; ++i) {
     if (n == kAlgorithmNames[i]) {
       *out = static_cast<collx_algorithm_t>(i);
@@ -72,7 +73,11 @@ bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
     case COLLX_ALGO_RECURSIVE_DOUBLING:
     case COLLX_ALGO_RABENSEIFNER:
     case COLLX_ALGO_DOUBLE_TREE:
+    case COLLX_ALGO_HIERARCHICAL:
       return coll == COLLX_COLL_ALLREDUCE;
+    case COLLX_ALGO_SHARED_MEMORY:
+      return coll == COLLX_COLL_ALLREDUCE || coll == COLLX_COLL_REDUCE_SCATTER ||
+             coll == COLLX_COLL_ALLGATHER;
     case COLLX_ALGO_BINOMIAL:
       return coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE;
     case COLLX_ALGO_PAIRWISE:

@@ -24,7 +24,7 @@ Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out)
     collx_algorithm_t algorithm;
     if (!algorithm_from_name(fields.back(), &algorithm)) {
       return bad_rule(rule, "unknown algorithm '" + fields.back() +
-                                "' (known: ring, recursive_doubling, rabenseifner, double_tree, binomial, "
+                                "' (known: ring, recursive_doubling, rabenseifner, double_tree, hierarchical, binomial, "
                                 "pairwise, dissemination, direct, auto)");
     }
     if (fields.size() == 1) {

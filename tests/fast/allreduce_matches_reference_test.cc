@@ -12,12 +12,15 @@ TEST_P(AllreduceSweep, EveryCaseMatchesReference) {
   ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
   ASSERT_TRUE(world.ok()) << world.error();
   std::vector<CollCase> cases;
+  std::vector<collx_algorithm_t> algorithms = {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING,
+                                               COLLX_ALGO_RABENSEIFNER};
+  if (GetParam().transport.name == "shm") algorithms.push_back(COLLX_ALGO_SHARED_MEMORY);
   for (size_t count : sweep_counts())
     for (collx_datatype_t dt : sweep_datatypes())
       for (collx_op_t op : sweep_ops())
         if (sweep_case_wanted(count, dt, op))
         for (bool in_place : {false, true})
-          for (collx_algorithm_t algo : {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING, COLLX_ALGO_RABENSEIFNER}) {
+          for (collx_algorithm_t algo : algorithms) {
             CollCase c;
             c.coll = COLLX_COLL_ALLREDUCE;
             c.count = count;

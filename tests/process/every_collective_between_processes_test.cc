@@ -15,13 +15,23 @@ namespace {
 
 // Runs each collective once per (count, datatype) and checks the result inside the child.
 int run_every_collective(int rank, int size, collx_comm_t comm) {
+  const char* transport = "";
+  COLLX_CHILD_CHECK(collx_comm_transport(comm, &transport) == COLLX_OK, "collx_comm_transport");
+  const bool shm = std::strcmp(transport, "shm") == 0;
+  std::vector<collx_algorithm_t> allreduce_algorithms = {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING};
+  // Reduce-scatter and all-gather: the automatic choice, and shared memory where it exists.
+  std::vector<collx_algorithm_t> scatter_gather_algorithms = {COLLX_ALGO_AUTO};
+  if (shm) {
+    allreduce_algorithms.push_back(COLLX_ALGO_SHARED_MEMORY);
+    scatter_gather_algorithms.push_back(COLLX_ALGO_SHARED_MEMORY);
+  }
   for (size_t count : {size_t{0}, size_t{1}, size_t{1000}, size_t{300000}}) {
     for (collx_datatype_t dt : {COLLX_FLOAT32, COLLX_INT64, COLLX_BFLOAT16}) {
       const size_t elem = collx_datatype_size(dt);
       const size_t n = static_cast<size_t>(size);
       std::vector<unsigned char> send(count * n * elem + 8), recv(count * n * elem + 8);
       // allreduce with both algorithms
-      for (collx_algorithm_t algo : {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING}) {
+      for (collx_algorithm_t algo : allreduce_algorithms) {
         collx_opts_t opts;
         collx_opts_init(&opts, sizeof opts);
         opts.algorithm = algo;
@@ -33,9 +43,13 @@ int run_every_collective(int rank, int size, collx_comm_t comm) {
                             "allreduce element %zu", i);
         }
       }
+      for (collx_algorithm_t algo : scatter_gather_algorithms) {
+      collx_opts_t opts;
+      collx_opts_init(&opts, sizeof opts);
+      opts.algorithm = algo;
       // reduce_scatter
       fill_input(send.data(), count * n, 0, rank, COLLX_MAX, dt);
-      collx_status_t rc = collx_reduce_scatter(send.data(), recv.data(), count, dt, COLLX_MAX, comm, nullptr);
+      collx_status_t rc = collx_reduce_scatter(send.data(), recv.data(), count, dt, COLLX_MAX, comm, &opts);
       COLLX_CHILD_CHECK(rc == COLLX_OK, "reduce_scatter %s: %s", collx_status_name(rc), collx_last_error(comm));
       for (size_t i = 0; i < count; ++i) {
         COLLX_CHILD_CHECK(load_value(recv.data(), i, dt) ==
@@ -44,17 +58,18 @@ int run_every_collective(int rank, int size, collx_comm_t comm) {
       }
       // allgather
       fill_input(send.data(), count, 0, rank, COLLX_SUM, dt);
-      rc = collx_allgather(send.data(), recv.data(), count, dt, comm, nullptr);
+      rc = collx_allgather(send.data(), recv.data(), count, dt, comm, &opts);
       COLLX_CHILD_CHECK(rc == COLLX_OK, "allgather %s: %s", collx_status_name(rc), collx_last_error(comm));
       for (int q = 0; q < size; ++q)
         for (size_t i = 0; i < count; i += 7)
           COLLX_CHILD_CHECK(load_value(recv.data(), static_cast<size_t>(q) * count + i, dt) ==
                                 input_value(q, i, COLLX_SUM, dt),
                             "allgather block %d element %zu", q, i);
+      }
       // broadcast and reduce from the last rank
       const int root = size - 1;
       fill_input(send.data(), count, 0, rank, COLLX_SUM, dt);
-      rc = collx_broadcast(send.data(), recv.data(), count, dt, root, comm, nullptr);
+      collx_status_t rc = collx_broadcast(send.data(), recv.data(), count, dt, root, comm, nullptr);
       COLLX_CHILD_CHECK(rc == COLLX_OK, "broadcast %s: %s", collx_status_name(rc), collx_last_error(comm));
       for (size_t i = 0; i < count; ++i)
         COLLX_CHILD_CHECK(load_value(recv.data(), i, dt) == input_value(root, i, COLLX_SUM, dt), "broadcast %zu", i);

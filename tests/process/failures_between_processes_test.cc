@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/killed_rank.h"
 #include "tests/support/process_ranks.h"
 #include "tests/support/transports_under_test.h"
 
@@ -25,78 +26,15 @@ namespace collx {
 namespace testing {
 namespace {
 
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// Names in /dev/shm that end in "-<pid>" (collx names its segments /collx-<comm>-<rank>-<pid>).
-std::string shm_objects_of(pid_t pid) {
-  std::string found;
-  const std::string suffix = "-" + std::to_string(pid);
-  if (DIR* dir = opendir("/dev/shm")) {
-    while (dirent* e = readdir(dir)) {
-      std::string name = e->d_name;
-      if (name.rfind("collx-", 0) == 0 && name.size() > suffix.size() &&
-          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-        found += name + " ";
-      }
-    }
-    closedir(dir);
-  }
-  return found;
-}
-
 class KilledRank : public ::testing::TestWithParam<TransportUnderTest> {};
 
 TEST_P(KilledRank, EverySurvivorGetsARemoteErrorNamingItWithinTwoSeconds) {
-  // Shared with the children: when rank 3 died, and what each survivor saw.
-  struct Shared {
-    int64_t killed_at_us;
-    pid_t pids[4];
-    int64_t failed_at_us[4];
-    int code[4];
-    char message[4][256];
-  };
-  auto* shared = static_cast<Shared*>(
-      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  ASSERT_NE(shared, MAP_FAILED);
-  std::memset(shared, 0, sizeof *shared);
-  auto results = run_comm_processes(
-      4, 60000,
-      [shared](int rank, int, collx_comm_t comm) {
-        shared->pids[rank] = getpid();
-        std::vector<float> buf(4 << 20, 1.0f);  // 16 MiB: the kill lands mid-transfer
-        for (int iter = 0; iter < 1000; ++iter) {
-          if (rank == 3 && iter == 3) {
-            shared->killed_at_us = now_us();
-            raise(SIGKILL);
-          }
-          collx_status_t rc = collx_allreduce(buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM, comm, nullptr);
-          if (rc != COLLX_OK) {
-            shared->failed_at_us[rank] = now_us();
-            shared->code[rank] = rc;
-            snprintf(shared->message[rank], sizeof shared->message[rank], "%s", collx_last_error(comm));
-            return 0;
-          }
-        }
-        return 1;  // never noticed
-      },
-      /*comm_timeout_ms=*/60000, GetParam().mask);
-  EXPECT_EQ(results[3].signal, SIGKILL) << describe(results);
-  for (int r = 0; r < 3; ++r) {
-    SCOPED_TRACE("survivor rank " + std::to_string(r) + ": " + shared->message[r]);
-    EXPECT_EQ(results[static_cast<size_t>(r)].exit_code, 0) << describe(results);
-    EXPECT_EQ(shared->code[r], COLLX_ERR_REMOTE);
-    const double seconds = (shared->failed_at_us[r] - shared->killed_at_us) / 1e6;
-    EXPECT_LT(seconds, 2.0) << "the failure was seen after " << seconds << " s";
-    EXPECT_NE(std::string(shared->message[r]).find("rank 3"), std::string::npos) << "the error must name the rank that died";
-  }
-  // Nothing of the job is left in /dev/shm, not even the killed rank's segment.
-  for (pid_t pid : shared->pids) {
-    EXPECT_EQ(shm_objects_of(pid), "") << "left in /dev/shm by pid " << pid;
-  }
-  munmap(shared, sizeof *shared);
+  expect_survivors_see_killed_rank(GetParam().mask, COLLX_ALGO_AUTO);
+}
+
+// The survivors wait on the dead rank's shared board, not on a message from it.
+TEST(KilledRankInSharedMemory, EverySurvivorOfASharedMemoryAllreduceGetsARemoteErrorWithinTwoSeconds) {
+  expect_survivors_see_killed_rank(COLLX_TRANSPORT_SHM, COLLX_ALGO_SHARED_MEMORY);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryTransport, KilledRank, ::testing::ValuesIn(transports_under_test()), TransportName());

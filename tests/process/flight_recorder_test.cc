@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/process_ranks.h"
+#include "tests/support/scoped_env.h"
 
 namespace collx {
 namespace testing {
@@ -62,16 +63,6 @@ std::string run_and_read(const std::string& command, int* exit_code) {
   *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return out;
 }
-
-// Sets an environment variable for the forked ranks of one test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 TEST(FlightRecorder, PeersOfARankThatSkipsACollectiveDumpOnTimeoutAndTheReportNamesIt) {
   const std::string dir = temp_dir();

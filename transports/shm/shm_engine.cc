@@ -200,6 +200,14 @@ Status ShmEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, siz
 }
 
 std::string ShmEngine::wait_pending_detail(const Request& r) const {
+  if (!r.is_send && r.tag == kBoardWaitTag) {
+    auto* wait = static_cast<const BoardWait*>(r.transport_private);
+    if (wait == nullptr) return "shared-memory wait";
+    static const char* const kWhat[] = {"its data in shared memory", "its reduced slice", "done reading"};
+    const uint64_t at = board_header_of(r.peer)->counters[wait->counter].value.load(std::memory_order_acquire);
+    return string_printf("shared-memory round %" PRIu64 ": waiting for %s; it is at round %" PRIu64, wait->value,
+                         kWhat[wait->counter], at);
+  }
   if (r.is_send) {
     auto* op = static_cast<const SendOp*>(r.transport_private);
     return op == nullptr ? "queued" : op->rndv ? (op->started ? "announced, not yet taken" : "queued")
@@ -270,6 +278,8 @@ void ShmEngine::cancel(Request* const* reqs, size_t count) {
       }
       p.sendq.erase(std::remove(p.sendq.begin(), p.sendq.end(), op), p.sendq.end());
       delete op;
+    } else if (r->tag == kBoardWaitTag) {
+      forget_board_wait(p, r);
     } else {
       auto* m = static_cast<InMsg*>(r->transport_private);
       if (m == nullptr) {
@@ -294,6 +304,7 @@ void ShmEngine::set_active_op(const OpDesc* desc) {
     return;
   }
   active_ = *desc;
+  publish_active_op(*desc);
   if (!poison_.ok() || closed_ || aborted_.load(std::memory_order_acquire)) return;
   CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
   for (auto& pp : peers_) {

@@ -89,12 +89,22 @@ struct Peer {
   std::unordered_map<uint64_t, std::unique_ptr<InMsg>> live;
   std::unordered_map<uint64_t, std::deque<Request*>> posted;
   std::unordered_map<uint64_t, std::deque<InMsg*>> unexpected;
+  std::vector<Request*> board_waits;  // SharedBoards::post_wait on this peer's counters
   bool paused_budget = false;   // head of in_data is an announcement the budget cannot hold
   bool draining = false;        // it left: read all it sent, budget or not
   bool departed = false;
 };
 
-class ShmEngine final : public transport::Transport, private transport::WaitHooks {
+// A pending SharedBoards wait (Request::transport_private of a request tagged kBoardWaitTag).
+struct BoardWait {
+  transport::SharedBoards::Counter counter = transport::SharedBoards::kArrived;
+  uint64_t value = 0;
+  bool check_desc = false;
+  OpDesc desc;
+};
+constexpr uint64_t kBoardWaitTag = ~0ull;  // no message uses it: collective tags stop below
+
+class ShmEngine final : public transport::Transport, public transport::SharedBoards, private transport::WaitHooks {
  public:
   ShmEngine(const ShmTransportParams& params, std::unique_ptr<Segment> own);
   ~ShmEngine() override;
@@ -106,8 +116,26 @@ class ShmEngine final : public transport::Transport, private transport::WaitHook
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   COLLX_TRANSPORT_ENGINE_OVERRIDES;
+  transport::SharedBoards* shared_boards() override { return this; }
+
+  // ---- shm_boards.cc: transport::SharedBoards
+  size_t half_bytes() const override { return kBoardHalfBytes; }
+  uint8_t* board(int rank, int parity) override;
+  void publish(Counter counter, uint64_t value, const OpDesc& desc) override;
+  bool reached(int peer, Counter counter, uint64_t value, const OpDesc* desc) const override;
+  Status post_wait(Request* req, int peer, Counter counter, uint64_t value, const OpDesc* desc) override;
 
  private:
+  // ---- shm_boards.cc
+  bool poll_board_waits(Peer& p);      // completes the waits whose counter got there
+  void forget_board_wait(Peer& p, Request* req);
+  BoardHeader* board_header_of(int rank) const;
+  void publish_active_op(const OpDesc& desc);
+  // The collective `p` runs or ran last; false when none, or while it is being rewritten.
+  bool peer_active_op(const Peer& p, OpDesc* out) const;
+  // A peer running another collective at our sequence number: poisons with a mismatch.
+  void check_peer_active_op(Peer& p);
+
   // ---- shm_engine.cc
   Status usable_locked();
   Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const;

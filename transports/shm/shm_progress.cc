@@ -42,6 +42,8 @@ bool ShmEngine::progress() {
   bool moved = false;
   for (auto& pp : peers_) {
     Peer& p = *pp;
+    moved |= poll_board_waits(p);  // first: a collective in shared memory waits on nothing else
+    if (!poison_.ok()) return true;
     if (p.rank == rank_ || p.departed) continue;
     moved |= poll_ctrl(p);
     if (!poison_.ok()) return true;
@@ -441,6 +443,8 @@ void ShmEngine::check_peers(bool check_processes) {
     if (state != RankState::kAlive) tsan_acquire(tsan_sync_address(comm_id_, ~0ull, p.rank));
     switch (state) {
       case RankState::kAlive:
+        check_peer_active_op(p);
+        if (!poison_.ok()) return;
         if (check_processes && !p.same_process && !p.process.alive()) {
           poison_locked(make_status(COLLX_ERR_REMOTE, "rank %d died (pid %d exited)", p.rank, static_cast<int>(p.pid)),
                         false);
@@ -465,7 +469,9 @@ void ShmEngine::check_peers(bool check_processes) {
           if (static_cast<unsigned char>(*c) < 0x20 || static_cast<unsigned char>(*c) > 0x7e) *c = '?';
         }
         auto code = static_cast<collx_status_t>(h->reason_code.load(std::memory_order_relaxed));
-        poison_locked(make_status(COLLX_ERR_REMOTE, "rank %d failed: %s: %s", p.rank, status_name(code), reason), false);
+        poison_locked(make_status(COLLX_ERR_REMOTE, "rank %d failed: %s: %s", p.rank, status_name(code), reason)
+                          .with_remote_code(code),
+                      false);
         break;
       }
       case RankState::kAborted:
@@ -482,6 +488,7 @@ void ShmEngine::check_peers(bool check_processes) {
 void ShmEngine::peer_departed(Peer& p) {
   p.departed = true;
   COLLX_INFO(NET, "rank %d: rank %d left the communicator", rank_, p.rank);
+  poll_board_waits(p);  // what it published before it left stands
   fail_peer_requests(p, make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", p.rank));
 }
 
@@ -495,6 +502,11 @@ void ShmEngine::fail_peer_requests(Peer& p, const Status& status) {
     for (Request* req : queue) fail(req);
   }
   p.posted.clear();
+  for (Request* req : p.board_waits) {
+    delete static_cast<BoardWait*>(req->transport_private);
+    fail(req);
+  }
+  p.board_waits.clear();
   for (auto& [id, m] : p.live) {
     if (m->complete) continue;
     if (m->recv != nullptr) fail(m->recv);
@@ -551,7 +563,7 @@ void ShmEngine::publish_state(RankState state, const Status& reason) {
     size_t n = std::min(text.size(), kReasonBytes - 1);
     std::memcpy(own_header_->reason, text.data(), n);
     own_header_->reason[n] = '\0';
-    own_header_->reason_code.store(static_cast<int32_t>(reason.code()), std::memory_order_relaxed);
+    own_header_->reason_code.store(static_cast<int32_t>(reason.cause_code()), std::memory_order_relaxed);
   }
   tsan_release(tsan_sync_address(comm_id_, ~0ull, rank_));
   own_header_->state.store(static_cast<uint32_t>(state), std::memory_order_release);

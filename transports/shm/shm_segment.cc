@@ -24,9 +24,11 @@ namespace {
 constexpr size_t kDataRingBytes = sizeof(RingHeader) + size_t{kDataCells} * kCellBytes;
 constexpr size_t kCtrlRingBytes = sizeof(RingHeader) + size_t{kCtrlCells} * kCellBytes;
 constexpr size_t kHeaderBytes = (sizeof(SegmentHeader) + 4095) / 4096 * 4096;
+constexpr size_t kBoardHeaderBytes = (sizeof(BoardHeader) + 4095) / 4096 * 4096;
 }  // namespace
 
-size_t segment_bytes(int nranks) { return kHeaderBytes + size_t(nranks) * (kDataRingBytes + kCtrlRingBytes); }
+size_t board_offset(int nranks) { return kHeaderBytes + size_t(nranks) * (kDataRingBytes + kCtrlRingBytes); }
+size_t segment_bytes(int nranks) { return board_offset(nranks) + kBoardHeaderBytes + 2 * size_t{kBoardHalfBytes}; }
 size_t data_ring_offset(int, int sender) { return kHeaderBytes + size_t(sender) * (kDataRingBytes + kCtrlRingBytes); }
 size_t ctrl_ring_offset(int nranks, int sender) { return data_ring_offset(nranks, sender) + kDataRingBytes; }
 
@@ -50,6 +52,13 @@ RingHeader* Segment::data_ring(int sender) const {
 }
 RingHeader* Segment::ctrl_ring(int sender) const {
   return reinterpret_cast<RingHeader*>(static_cast<uint8_t*>(base_) + ctrl_ring_offset(nranks_, sender));
+}
+
+BoardHeader* Segment::board_header() const {
+  return reinterpret_cast<BoardHeader*>(static_cast<uint8_t*>(base_) + board_offset(nranks_));
+}
+uint8_t* Segment::board_half(int parity) const {
+  return static_cast<uint8_t*>(base_) + board_offset(nranks_) + kBoardHeaderBytes + size_t(parity & 1) * kBoardHalfBytes;
 }
 
 Status Segment::create(const std::string& name, uint64_t comm_id, int rank, int nranks) {
@@ -82,6 +91,8 @@ Status Segment::create(const std::string& name, uint64_t comm_id, int rank, int 
   h->cell_bytes = kCellBytes;
   h->data_cells = kDataCells;
   h->ctrl_cells = kCtrlCells;
+  h->board_half_bytes = kBoardHalfBytes;
+  new (board_header()) BoardHeader();
   for (int s = 0; s < nranks; ++s) {
     new (data_ring(s)) RingHeader();
     new (ctrl_ring(s)) RingHeader();
@@ -108,7 +119,8 @@ Status Segment::open(const std::string& name, uint64_t comm_id, int rank, int nr
   const SegmentHeader* h = header();
   if (h->magic != kSegmentMagic || h->version != kSegmentVersion || h->comm_id != comm_id || h->rank != rank ||
       h->nranks != static_cast<uint32_t>(nranks) || h->pid != pid || h->cell_bytes != kCellBytes ||
-      h->data_cells != kDataCells || h->ctrl_cells != kCtrlCells) {
+      h->data_cells != kDataCells || h->ctrl_cells != kCtrlCells ||
+      h->board_half_bytes != kBoardHalfBytes) {
     return make_status(COLLX_ERR_PROTOCOL, "shared-memory segment %s does not belong to rank %d of this communicator",
                        name.c_str(), rank);
   }

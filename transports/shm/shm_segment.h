@@ -21,11 +21,12 @@ namespace collx {
 namespace shm {
 
 constexpr uint64_t kSegmentMagic = 0x636f6c6c78534d31ull;  // "collxSM1"
-constexpr uint32_t kSegmentVersion = 1;
+constexpr uint32_t kSegmentVersion = 2;  // 2: shared boards
 constexpr uint32_t kCellBytes = 4096;                        // one ring cell, header included
 constexpr uint32_t kDataCells = 32;                          // per sender: 128 KiB in flight
 constexpr uint32_t kCtrlCells = 8;                           // per sender: ACK / SEND_CHUNKS
 constexpr size_t kReasonBytes = 1024;
+constexpr uint32_t kBoardHalfBytes = 512u << 10;               // one half of a shared board
 constexpr int kMaxRanks = 4096;
 
 enum class RankState : uint32_t { kAlive = 0, kLeft = 1, kPoisoned = 2, kAborted = 3 };
@@ -46,7 +47,7 @@ struct alignas(64) SegmentHeader {
   uint64_t comm_id;
   int32_t rank;
   int32_t pid;
-  uint32_t cell_bytes, data_cells, ctrl_cells, reserved;
+  uint32_t cell_bytes, data_cells, ctrl_cells, board_half_bytes;
   alignas(64) std::atomic<uint32_t> state;     // RankState
   std::atomic<int32_t> reason_code;            // collx_status_t of a POISONED rank
   alignas(64) std::atomic<uint32_t> futex;     // bumped by anyone with news for the owner
@@ -54,10 +55,33 @@ struct alignas(64) SegmentHeader {
   alignas(64) char reason[kReasonBytes];       // NUL-terminated text of a POISONED rank
 };
 
+// The counters of this rank's shared board (transport::SharedBoards), each with the value
+// and operation of its last two publications: a peer checking value v reads stamp[v & 1],
+// which the owner cannot overwrite before that peer published its own progress past v.
+struct BoardStamp {
+  uint64_t value;
+  transport::OpDesc desc;
+};
+struct alignas(64) BoardCounter {
+  std::atomic<uint64_t> value;
+  BoardStamp stamp[2];
+};
+struct alignas(64) BoardHeader {
+  BoardCounter counters[transport::SharedBoards::kNumCounters];
+  // The collective this rank runs now or ran last, as a seqlock (version odd while it is
+  // written; the words are the OpDesc's bytes): a peer waiting for something this rank will
+  // never do (a message, a board counter) compares it with its own and reports the mismatch
+  // instead of waiting for its deadline.
+  alignas(64) std::atomic<uint64_t> active_version;
+  std::atomic<uint64_t> active_words[3];
+};
+static_assert(sizeof(transport::OpDesc) == 3 * sizeof(uint64_t), "OpDesc fits the active_words");
+
 // Byte offsets of the parts of a segment for `nranks` ranks.
 size_t segment_bytes(int nranks);
 size_t data_ring_offset(int nranks, int sender);
 size_t ctrl_ring_offset(int nranks, int sender);
+size_t board_offset(int nranks);  // BoardHeader, then the two halves (page aligned)
 
 // "/collx-<comm_id hex>-<rank>-<pid>"
 std::string segment_name(uint64_t comm_id, int rank, pid_t pid);
@@ -81,6 +105,8 @@ class Segment {
   SegmentHeader* header() const { return static_cast<SegmentHeader*>(base_); }
   RingHeader* data_ring(int sender) const;
   RingHeader* ctrl_ring(int sender) const;
+  BoardHeader* board_header() const;
+  uint8_t* board_half(int parity) const;
   uint8_t* ring_cells(RingHeader* ring) const { return reinterpret_cast<uint8_t*>(ring) + sizeof(RingHeader); }
   bool mapped() const { return base_ != nullptr; }
 

@@ -309,7 +309,8 @@ void TcpEngine::finish_frame(Socket& s) {
     }
     auto code = static_cast<collx_status_t>(static_cast<int64_t>(s.hdr.tag));
     // The failed rank told every peer itself: no need to relay.
-    poison_locked(make_status(COLLX_ERR_REMOTE, "rank %d failed: %s: %s", p.rank, status_name(code), text.c_str()),
+    poison_locked(make_status(COLLX_ERR_REMOTE, "rank %d failed: %s: %s", p.rank, status_name(code), text.c_str())
+                      .with_remote_code(code),
                   false);
     return;
   }

@@ -106,7 +106,7 @@ void TcpEngine::send_poison_frames(const Status& status) {
     if (p.sockets.empty() || p.departed) continue;
     for (auto& s : p.sockets) {
       if (s->mid_frame || s->send_broken || !s->sendq.empty() || !s->fd.valid()) continue;
-      queue_control_frame(*s, FrameType::kPoison, static_cast<uint64_t>(static_cast<int64_t>(status.code())),
+      queue_control_frame(*s, FrameType::kPoison, static_cast<uint64_t>(static_cast<int64_t>(status.cause_code())),
                           status.message());
       write_socket(*s);
       break;

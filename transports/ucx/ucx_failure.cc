@@ -99,7 +99,7 @@ void UcxEngine::poison_locked(const Status& status, bool notify_peers, bool rele
     const std::string text = status.message().substr(0, kMaxPoisonText);
     for (auto& p : peers_) {
       if (p->rank == rank_ || p->ep_failed || p->departed) continue;
-      send_message(*p, MsgType::kPoison, nullptr, 0, text.data(), text.size(), OpDesc{}, status.code()).ignore();
+      send_message(*p, MsgType::kPoison, nullptr, 0, text.data(), text.size(), OpDesc{}, status.cause_code()).ignore();
     }
     // Best effort, but a rank that poisons itself may never wait again: give the
     // notifications a short moment to leave (connection setup included).

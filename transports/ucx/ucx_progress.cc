@@ -254,7 +254,8 @@ void UcxEngine::handle_header(Peer& p, Arrival& a) {
     case MsgType::kPoison: {
       const collx_status_t code = h.code < 0 ? static_cast<collx_status_t>(h.code) : COLLX_ERR_REMOTE;
       poison_locked(make_status(COLLX_ERR_REMOTE, "rank %d failed: %s: %s", p.rank, status_name(code),
-                                printable_text(payload, h.inline_bytes).c_str()),
+                                printable_text(payload, h.inline_bytes).c_str())
+                        .with_remote_code(code),
                     false);
       return;
     }

@@ -64,6 +64,8 @@ class Algorithm(enum.IntEnum):
     DIRECT = 6
     RABENSEIFNER = 7
     DOUBLE_TREE = 8
+    SHARED_MEMORY = 9
+    HIERARCHICAL = 10
 
 
 class MemKind(enum.IntEnum):
