@@ -63,6 +63,12 @@ Status allreduce_double_tree(const Context& ctx, const CollArgs& args);
 // All-reduces up to this size take the one-meeting shape (every rank reduces the whole
 // vector from every board); beyond it, reading p whole vectors costs more than a meeting.
 constexpr size_t kSharedMemorySmallAllreduceBytes = 8u << 10;
+// From this many bytes per peer (slice of an all-reduce, block of a reduce-scatter or
+// all-gather), and where the transport can read peers' memory in place, ranks read each
+// other's user buffers with one copy instead of copying through the boards.
+constexpr size_t kSharedMemoryDirectReadBytes = 64u << 10;
+// Pieces in which peers' data is read and reduced (stays in cache between the two).
+constexpr size_t kSharedMemoryPieceBytes = 256u << 10;
 Status allreduce_shared_memory(const Context& ctx, const CollArgs& args);
 Status reduce_scatter_shared_memory(const Context& ctx, const CollArgs& args);
 Status allgather_shared_memory(const Context& ctx, const CollArgs& args);

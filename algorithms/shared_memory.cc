@@ -9,6 +9,10 @@
 //  - large: rank j reduces slice j of the round into its own board and publishes "reduced";
 //    every rank then copies the n reduced slices out. Two meetings per round, and each
 //    element is reduced once, by one rank, so the ranks agree bit for bit.
+// From kSharedMemoryDirectReadBytes per peer, where the transport can read peers' memory
+// (cross-memory attach), a rank's board carries only the addresses of its buffers, and peers
+// read its user buffers in place with one copy; a last meeting ("done") keeps every buffer
+// untouched until all reads of it are over.
 // "done" says a rank has finished reading round r; a board half is reused by round r + 2,
 // so a rank fills it only once every peer is done with round r (slower peers may still read
 // the other half while faster ones run ahead by one round).
@@ -152,6 +156,45 @@ class SharedCollective {
   Status allgather();
 
  private:
+  // Direct reads: peers' user buffers read in place with one cross-memory-attach copy
+  // (SharedBoards::read_peer) instead of through the boards; the boards carry only the
+  // buffers' addresses. For pieces of kSharedMemoryDirectReadBytes and more per peer.
+  Status allreduce_direct();
+  Status reduce_scatter_direct();
+  Status allgather_direct();
+  bool direct_reads(size_t bytes_per_peer) const {
+    return boards->can_read_peers() && bytes_per_peer >= kSharedMemoryDirectReadBytes;
+  }
+  // Where this rank's buffers are, for its peers: the first bytes of its board half.
+  struct Note {
+    uint64_t send, recv;
+  };
+  void write_note(int half) {
+    const Note note{reinterpret_cast<uintptr_t>(send), reinterpret_cast<uintptr_t>(out)};
+    std::memcpy(boards->board(me, half), &note, sizeof note);
+  }
+  Note note_of(int rank, int half) const {
+    Note note;
+    std::memcpy(&note, boards->board(rank, half), sizeof note);
+    return note;
+  }
+  // Starts a direct-read round: addresses published, every peer's known.
+  Status direct_round(Meeting& meeting, uint64_t* round, int* half) {
+    *round = boards->next_round();
+    *half = static_cast<int>(*round & 1);
+    COLLX_RETURN_IF_ERROR(begin_round(meeting, *round));
+    write_note(*half);
+    boards->publish(SharedBoards::kArrived, *round, args_.desc);
+    return meeting.all_reached(SharedBoards::kArrived, *round, &args_.desc);
+  }
+  // Ends it: our buffers stay untouched by us until every peer has read what it needed.
+  Status finish_direct_round(Meeting& meeting, uint64_t round) {
+    boards->publish(SharedBoards::kDone, round, args_.desc);
+    return meeting.all_reached(SharedBoards::kDone, round, &args_.desc);
+  }
+  // dst[0, count) = own OP (every peer's `remote` + byte offset, in rank order), read in
+  // pieces through scratch. `dst` may be `own` (in place).
+  Status reduce_from_peers(char* dst, const char* own, size_t count, int half, size_t byte_offset, bool of_send);
   const Context& ctx_;
   const CollArgs& args_;
   SharedBoards* boards = nullptr;
@@ -165,6 +208,7 @@ class SharedCollective {
 }  // namespace
 
 Status SharedCollective::allreduce() {
+  if (direct_reads(args_.count / n * es)) return allreduce_direct();
   Meeting meeting(ctx_, boards, args_.deadline);
   const size_t total_bytes = args_.count * es;
   if (total_bytes <= kSharedMemorySmallAllreduceBytes && total_bytes <= boards->half_bytes()) {
@@ -213,6 +257,7 @@ Status SharedCollective::allreduce() {
 }
 
 Status SharedCollective::reduce_scatter() {
+  if (direct_reads(args_.count * es)) return reduce_scatter_direct();
   const size_t rc = args_.count;  // elements per rank
   Meeting meeting(ctx_, boards, args_.deadline);
   // A round carries `c` elements of every rank's block: block j of the round at j * c.
@@ -242,6 +287,7 @@ Status SharedCollective::reduce_scatter() {
 }
 
 Status SharedCollective::allgather() {
+  if (direct_reads(args_.count * es)) return allgather_direct();
   const size_t rc = args_.count;
   Meeting meeting(ctx_, boards, args_.deadline);
   const size_t round_count = std::max<size_t>(1, boards->half_bytes() / es);
@@ -264,6 +310,77 @@ Status SharedCollective::allgather() {
     boards->publish(SharedBoards::kDone, round, args_.desc);
   }
   return Status::Ok();
+}
+
+
+Status SharedCollective::reduce_from_peers(char* dst, const char* own, size_t count, int half, size_t byte_offset,
+                                           bool of_send) {
+  const size_t piece_count = std::max<size_t>(1, kSharedMemoryPieceBytes / es);
+  char* incoming = nullptr;
+  COLLX_RETURN_IF_ERROR(get_scratch(ctx_, kScratchIncoming, std::min(count, piece_count) * es, &incoming));
+  for (size_t off = 0; off < count; off += piece_count) {
+    const size_t c = std::min(piece_count, count - off);
+    bool first = true;
+    for (int j = 0; j < n; ++j) {
+      if (j == me) continue;
+      const Note note = note_of(j, half);
+      const uint64_t remote = (of_send ? note.send : note.recv) + byte_offset + off * es;
+      COLLX_RETURN_IF_ERROR(boards->read_peer(j, remote, incoming, c * es));
+      if (first) {
+        reducer.combine(dst + off * es, own + off * es, incoming, c);
+        first = false;
+      } else {
+        reducer.reduce(dst + off * es, incoming, c);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status SharedCollective::allreduce_direct() {
+  Meeting meeting(ctx_, boards, args_.deadline);
+  uint64_t round = 0;
+  int half = 0;
+  COLLX_RETURN_IF_ERROR(direct_round(meeting, &round, &half));
+  // Our slice, from every rank's input; each element reduced once, by its slice's owner.
+  size_t lo = 0, hi = 0;
+  slice_of(args_.count, n, me, &lo, &hi);
+  COLLX_RETURN_IF_ERROR(reduce_from_peers(out + lo * es, send + lo * es, hi - lo, half, lo * es, /*of_send=*/true));
+  boards->publish(SharedBoards::kReduced, round, args_.desc);
+  COLLX_RETURN_IF_ERROR(meeting.all_reached(SharedBoards::kReduced, round, &args_.desc));
+  // Every other slice, from its owner's result.
+  for (int k = 1; k < n; ++k) {
+    const int j = (me + k) % n;  // spread the readers over the owners
+    size_t jlo = 0, jhi = 0;
+    slice_of(args_.count, n, j, &jlo, &jhi);
+    COLLX_RETURN_IF_ERROR(
+        boards->read_peer(j, note_of(j, half).recv + jlo * es, out + jlo * es, (jhi - jlo) * es));
+  }
+  return finish_direct_round(meeting, round);
+}
+
+Status SharedCollective::reduce_scatter_direct() {
+  Meeting meeting(ctx_, boards, args_.deadline);
+  uint64_t round = 0;
+  int half = 0;
+  COLLX_RETURN_IF_ERROR(direct_round(meeting, &round, &half));
+  const size_t block = args_.count * es;
+  COLLX_RETURN_IF_ERROR(reduce_from_peers(out, send + me * block, args_.count, half, me * block, /*of_send=*/true));
+  return finish_direct_round(meeting, round);
+}
+
+Status SharedCollective::allgather_direct() {
+  Meeting meeting(ctx_, boards, args_.deadline);
+  uint64_t round = 0;
+  int half = 0;
+  COLLX_RETURN_IF_ERROR(direct_round(meeting, &round, &half));
+  const size_t block = args_.count * es;
+  copy_if_distinct(out + me * block, send, block);  // in place: already there
+  for (int k = 1; k < n; ++k) {
+    const int j = (me + k) % n;
+    COLLX_RETURN_IF_ERROR(boards->read_peer(j, note_of(j, half).send, out + j * block, block));
+  }
+  return finish_direct_round(meeting, round);
 }
 
 Status allreduce_shared_memory(const Context& ctx, const CollArgs& args) {

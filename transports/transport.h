@@ -133,6 +133,13 @@ class SharedBoards {
   // Transport::cancel. With `desc`, a peer that published that value for a different
   // operation fails it and poisons the transport with COLLX_ERR_MISMATCH.
   virtual Status post_wait(Request* req, int peer, Counter counter, uint64_t value, const OpDesc* desc) = 0;
+  // Whether every rank may copy straight out of every peer's memory (cross-memory attach);
+  // the same answer on every rank (agreed when the transport was created).
+  virtual bool can_read_peers() const = 0;
+  // Copies `bytes` at address `remote` of `peer`'s process into `local`: peers' user buffers
+  // read in place, one copy. Only where can_read_peers(); the peer must keep the memory
+  // unchanged until it learns the read is over (a counter this rank publishes afterwards).
+  virtual Status read_peer(int peer, uint64_t remote, void* local, size_t bytes) = 0;
   // Rounds are numbered from 1 on each rank, in the same order on every rank (collectives
   // run in the same order); returns the next one.
   uint64_t next_round() { return ++round_; }

@@ -196,6 +196,17 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // it is the rank order (one host, or ranks already placed host by host).
   std::vector<int> ring_order_;
   int ring_position_ = 0;
+  // The last automatic choice prepare() made: training loops repeat the same call, and the
+  // model's predictions cost more than the rest of a small call. Only prepare() (the one
+  // thread using the communicator) reads and writes it.
+  struct LastChoice {
+    bool valid = false;
+    collx_coll_t coll = COLLX_COLL_ALLREDUCE;
+    size_t count = 0;
+    int32_t datatype = 0, forced = 0;
+    collx_algorithm_t algorithm = COLLX_ALGO_AUTO;
+  };
+  mutable LastChoice last_choice_;
   uint64_t coll_seq_ = 0;       // last sequence number handed out
   uint64_t children_ = 0;       // split/dup counter (prefixes of children)
   uint64_t shrinks_ = 0;        // shrink counter (prefixes of shrink agreements)

@@ -55,7 +55,14 @@ Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) cons
   COLLX_RETURN_IF_ERROR(validate(checked));
   if (failed_.load(std::memory_order_acquire)) return unusable();
   collx_algorithm_t algorithm;
-  COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, call.count, call.datatype, call.algorithm, &algorithm));
+  LastChoice& last = last_choice_;
+  if (last.valid && last.coll == call.coll && last.count == call.count && last.datatype == call.datatype &&
+      last.forced == call.algorithm) {
+    algorithm = last.algorithm;
+  } else {
+    COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, call.count, call.datatype, call.algorithm, &algorithm));
+    last = LastChoice{true, call.coll, call.count, call.datatype, call.algorithm, algorithm};
+  }
   desc->kind = static_cast<uint8_t>(call.coll);
   desc->datatype = call.coll == COLLX_COLL_BARRIER ? 0 : static_cast<uint8_t>(call.datatype);
   const bool reduces = call.coll == COLLX_COLL_ALLREDUCE || call.coll == COLLX_COLL_REDUCE_SCATTER ||

@@ -131,7 +131,7 @@ void Communicator::use_cost_model() {
   const std::string name = transport_->name();
   auto tuned = settings_.tuned.find(name);
   model_ = CostModel(name, tuned != settings_.tuned.end() ? tuned->second : default_link_cost(name));
-  if (transport::SharedBoards* boards = transport_->shared_boards()) model_.set_shared_boards(boards->half_bytes());
+  if (transport::SharedBoards* boards = transport_->shared_boards()) model_.set_shared_boards(boards->half_bytes(), boards->can_read_peers());
 }
 
 // Rings cross host boundaries as seldom as possible: when ranks are not placed host by host

@@ -67,7 +67,12 @@ class CostModel {
   // The transport has shared boards (transport::SharedBoards) with halves of `half_bytes`:
   // COLLX_ALGO_SHARED_MEMORY joins the candidates of all-reduce, reduce-scatter and
   // all-gather (cost_model_shared.cc). 0: it has none.
-  void set_shared_boards(uint64_t half_bytes) { board_half_bytes_ = half_bytes; }
+  // `direct_reads`: ranks can read each other's memory in place (cross-memory attach), so
+  // large calls read peers' user buffers with one copy.
+  void set_shared_boards(uint64_t half_bytes, bool direct_reads) {
+    board_half_bytes_ = half_bytes;
+    direct_reads_ = direct_reads;
+  }
   uint64_t shared_board_half_bytes() const { return board_half_bytes_; }
 
   // The candidate (of candidates_here) with the smallest prediction.
@@ -80,6 +85,7 @@ class CostModel {
   Prediction predict_hierarchical(uint64_t bytes, int ranks, uint64_t chunk_bytes) const;
   Prediction predict_shared_memory(collx_coll_t coll, uint64_t bytes, int ranks) const;
   uint64_t board_half_bytes_ = 0;
+  bool direct_reads_ = false;
 };
 
 }  // namespace collx

@@ -6,7 +6,9 @@
 //  - copying into or out of a board moves bytes within this process's caches and memory,
 //    at half the cost per byte of a message between two ranks (beta), which pays for a copy
 //    on each side or a cross-memory-attach system call;
-//  - reductions cost gamma per byte, as for every other algorithm.
+//  - reductions cost gamma per byte, as for every other algorithm;
+//  - from 64 KiB per peer, where cross-memory attach works, peers' user buffers are read in
+//    place: one copy per byte read and one round of two or three meetings.
 #include <algorithm>
 #include <cmath>
 
@@ -37,6 +39,27 @@ Prediction CostModel::predict_shared_memory(collx_coll_t coll, uint64_t bytes, i
   const double half = static_cast<double>(board_half_bytes_);
   auto rounds_of = [&](double per_round_source) { return std::max(1.0, std::ceil(per_round_source / half)); };
   double rounds = 1, meetings_per_round = 1;
+  // Large pieces with cross-memory attach: peers' user buffers read in place, one copy each,
+  // one round (arrived, [reduced,] done).
+  const double per_peer = n / p;  // slice of an all-reduce, block of the others
+  if (direct_reads_ && per_peer >= static_cast<double>(algo::kSharedMemoryDirectReadBytes)) {
+    switch (coll) {
+      case COLLX_COLL_ALLREDUCE:
+        out.micros = 3 * meeting + 2 * n * others * copy + n * others * g;
+        out.messages = 3;
+        return out;
+      case COLLX_COLL_REDUCE_SCATTER:
+        out.micros = 2 * meeting + n * others * (copy + g);
+        out.messages = 2;
+        return out;
+      case COLLX_COLL_ALLGATHER:
+        out.micros = 2 * meeting + n * others * copy;
+        out.messages = 2;
+        return out;
+      default:
+        return out;
+    }
+  }
   switch (coll) {
     case COLLX_COLL_ALLREDUCE:
       if (bytes <= algo::kSharedMemorySmallAllreduceBytes) {

@@ -48,7 +48,7 @@ TEST(CostModel, RingMessagesCountStepsTimesChunks) {
 TEST(CostModel, SharedMemoryIsACandidateOnlyWhereTheTransportHasSharedBoards) {
   CostModel tcp("tcp", default_link_cost("tcp"));
   CostModel shm("shm", default_link_cost("shm"));
-  shm.set_shared_boards(512 << 10);
+  shm.set_shared_boards(512 << 10, /*direct_reads=*/true);
   for (collx_coll_t coll : {COLLX_COLL_ALLREDUCE, COLLX_COLL_REDUCE_SCATTER, COLLX_COLL_ALLGATHER}) {
     auto has = [coll](const CostModel& m) {
       auto c = m.candidates_here(coll);
@@ -64,9 +64,15 @@ TEST(CostModel, SharedMemoryIsACandidateOnlyWhereTheTransportHasSharedBoards) {
     EXPECT_EQ(shm.best(COLLX_COLL_ALLREDUCE, 8, ranks, 512 << 10), COLLX_ALGO_SHARED_MEMORY) << ranks;
     EXPECT_EQ(tcp.best(COLLX_COLL_ALLREDUCE, 8, ranks, 512 << 10), COLLX_ALGO_RECURSIVE_DOUBLING) << ranks;
   }
-  // More rounds cost more meetings.
-  EXPECT_LT(shm.predict(COLLX_COLL_ALLGATHER, COLLX_ALGO_SHARED_MEMORY, 1 << 20, 4, 0).messages,
-            shm.predict(COLLX_COLL_ALLGATHER, COLLX_ALGO_SHARED_MEMORY, 64 << 20, 4, 0).messages);
+  // Through the boards, more rounds cost more meetings; reading peers' buffers in place is one
+  // round (two meetings) whatever the size.
+  CostModel copies("shm", default_link_cost("shm"));
+  copies.set_shared_boards(512 << 10, /*direct_reads=*/false);
+  EXPECT_LT(copies.predict(COLLX_COLL_ALLGATHER, COLLX_ALGO_SHARED_MEMORY, 1 << 20, 4, 0).messages,
+            copies.predict(COLLX_COLL_ALLGATHER, COLLX_ALGO_SHARED_MEMORY, 64 << 20, 4, 0).messages);
+  EXPECT_EQ(shm.predict(COLLX_COLL_ALLGATHER, COLLX_ALGO_SHARED_MEMORY, 64 << 20, 4, 0).messages, 2u);
+  EXPECT_LT(shm.predict(COLLX_COLL_ALLGATHER, COLLX_ALGO_SHARED_MEMORY, 64 << 20, 4, 0).micros,
+            copies.predict(COLLX_COLL_ALLGATHER, COLLX_ALGO_SHARED_MEMORY, 64 << 20, 4, 0).micros);
 }
 
 TEST(TuneFile, ParsesWhatItFormats) {

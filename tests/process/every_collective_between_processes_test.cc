@@ -7,6 +7,7 @@
 
 #include "tests/support/process_ranks.h"
 #include "tests/support/reference.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/transports_under_test.h"
 
 namespace collx {
@@ -115,6 +116,14 @@ TEST_P(EveryTransport, EveryCollectiveIsCorrectBetweenProcesses) {
     auto results = run_comm_processes(size, 120000, run_every_collective, 30000, GetParam().mask);
     for (const RankResult& r : results) EXPECT_EQ(r.exit_code, 0) << describe(results);
   }
+}
+
+// Without cross-memory attach (ptrace-restricted containers): the shm transport pulls large
+// messages through its rings and the shared-memory collectives copy through the boards.
+TEST(WithoutCrossMemoryAttach, EveryCollectiveIsCorrectBetweenProcessesOverShm) {
+  ScopedEnv no_cma("COLLX_SHM_NO_CMA", "1");
+  auto results = run_comm_processes(3, 120000, run_every_collective, 30000, COLLX_TRANSPORT_SHM);
+  for (const RankResult& r : results) EXPECT_EQ(r.exit_code, 0) << describe(results);
 }
 
 INSTANTIATE_TEST_SUITE_P(ProcessTier, EveryTransport, ::testing::ValuesIn(transports_under_test()), TransportName());

@@ -2,9 +2,12 @@
 // segment, after its rings, so every peer has it mapped already. Waits on a peer's counter
 // are requests like receives: the driver loop completes them (progress() polls them first),
 // so deadlines, dead peers, poison and abort reach them the same way.
+#include <errno.h>
+
 #include <cinttypes>
 #include <cstring>
 
+#include "transports/shm/shm_cma.h"
 #include "transports/shm/shm_engine.h"
 #include "transports/transport_checks.h"
 
@@ -123,6 +126,35 @@ void ShmEngine::forget_board_wait(Peer& p, Request* req) {
   }
   delete static_cast<BoardWait*>(req->transport_private);
   req->transport_private = nullptr;
+}
+
+bool ShmEngine::probe_peer_reads() {
+  if (force_ring_copy_) return false;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const Peer& p = *peers_[r];
+    uint64_t magic = 0;
+    int error = 0;
+    if (pull_from_peer(p.pid, p.seg.header()->owner_address, &magic, sizeof magic, &error) != PullResult::kOk ||
+        magic != kSegmentMagic) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status ShmEngine::read_peer(int peer, uint64_t remote, void* local, size_t bytes) {
+  if (peer < 0 || peer >= size_ || !peer_reads_) {
+    return make_status(COLLX_ERR_INTERNAL, "rank %d: read_peer(%d) without cross-memory attach", rank_, peer);
+  }
+  int error = 0;
+  const PullResult result = pull_from_peer(peers_[peer]->pid, remote, local, bytes, &error);
+  if (result == PullResult::kOk) return Status::Ok();
+  // The peer is gone (ESRCH) or its buffer is not there (EFAULT: freed or shorter than the
+  // call says); either way this collective cannot go on.
+  return make_status(error == ESRCH ? COLLX_ERR_REMOTE : COLLX_ERR_INVALID_ARG,
+                     "rank %d: reading %zu bytes of rank %d's buffer in place failed: %s", rank_, bytes, peer,
+                     std::strerror(error));
 }
 
 void ShmEngine::publish_active_op(const OpDesc& desc) {

@@ -124,6 +124,12 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   void publish(Counter counter, uint64_t value, const OpDesc& desc) override;
   bool reached(int peer, Counter counter, uint64_t value, const OpDesc* desc) const override;
   Status post_wait(Request* req, int peer, Counter counter, uint64_t value, const OpDesc* desc) override;
+  bool can_read_peers() const override { return peer_reads_; }
+  Status read_peer(int peer, uint64_t remote, void* local, size_t bytes) override;
+  // Reads 8 bytes of every peer's segment header in the peer's process: true when
+  // cross-memory attach works towards every peer (create_shm_transport agrees on it).
+  bool probe_peer_reads();
+  void set_peer_reads(bool all_ranks_can) { peer_reads_ = all_ranks_can; }
 
  private:
   // ---- shm_boards.cc
@@ -192,6 +198,7 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   bool closed_ = false;
   std::atomic<bool> state_published_{false};  // our state word left ALIVE (once; abort too)
   std::optional<OpDesc> active_;
+  bool peer_reads_ = false;  // SharedBoards::can_read_peers (set once at creation)
   uint64_t unexpected_bytes_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;
   int64_t last_liveness_us_ = 0;

@@ -92,6 +92,7 @@ Status Segment::create(const std::string& name, uint64_t comm_id, int rank, int 
   h->data_cells = kDataCells;
   h->ctrl_cells = kCtrlCells;
   h->board_half_bytes = kBoardHalfBytes;
+  h->owner_address = reinterpret_cast<uintptr_t>(h);
   new (board_header()) BoardHeader();
   for (int s = 0; s < nranks; ++s) {
     new (data_ring(s)) RingHeader();

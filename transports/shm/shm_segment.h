@@ -48,6 +48,7 @@ struct alignas(64) SegmentHeader {
   int32_t rank;
   int32_t pid;
   uint32_t cell_bytes, data_cells, ctrl_cells, board_half_bytes;
+  uint64_t owner_address;  // this header's address in its owner's process (CMA probe)
   alignas(64) std::atomic<uint32_t> state;     // RankState
   std::atomic<int32_t> reason_code;            // collx_status_t of a POISONED rank
   alignas(64) std::atomic<uint32_t> futex;     // bumped by anyone with news for the owner

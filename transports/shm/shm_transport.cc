@@ -79,8 +79,14 @@ Status create_shm_transport(const ShmTransportParams& in, std::unique_ptr<transp
   COLLX_RETURN_IF_ERROR(engine->attach(names, pids));
   // Once everyone has mapped every segment, the names can go: nothing is left in /dev/shm
   // however the job ends from here on.
-  COLLX_RETURN_IF_ERROR(params.bootstrap->allgather(params.bootstrap_name + ".mapped", std::vector<uint8_t>{1}, &blobs,
-                                                    params.deadline));
+  // The same allgather says whether this rank can read every peer's memory in place
+  // (cross-memory attach): collectives read peers' buffers directly only when all can.
+  const uint8_t reads = engine->probe_peer_reads() ? 1 : 0;
+  COLLX_RETURN_IF_ERROR(params.bootstrap->allgather(params.bootstrap_name + ".mapped", std::vector<uint8_t>{reads},
+                                                    &blobs, params.deadline));
+  bool all_read = true;
+  for (const auto& blob : blobs) all_read = all_read && blob.size() == 1 && blob[0] == 1;
+  engine->set_peer_reads(all_read);
   engine->own_segment().unlink();
   // Every rank unlinks every name (ENOENT is fine): when create returns on any rank, no
   // segment of this communicator is left in /dev/shm, not only its own.
