@@ -147,14 +147,29 @@ Status ShmEngine::read_peer(int peer, uint64_t remote, void* local, size_t bytes
   if (peer < 0 || peer >= size_ || !peer_reads_) {
     return make_status(COLLX_ERR_INTERNAL, "rank %d: read_peer(%d) without cross-memory attach", rank_, peer);
   }
+  // A peer that failed or aborted after it published its addresses may have let its caller
+  // free the buffers: learn of it first (and name it) rather than read them.
+  const Peer& p = *peers_[peer];
+  if (static_cast<RankState>(p.seg.header()->state.load(std::memory_order_acquire)) != RankState::kAlive) {
+    COLLX_RETURN_IF_ERROR(peer_news(peer));
+  }
   int error = 0;
-  const PullResult result = pull_from_peer(peers_[peer]->pid, remote, local, bytes, &error);
+  const PullResult result = pull_from_peer(p.pid, remote, local, bytes, &error);
   if (result == PullResult::kOk) return Status::Ok();
-  // The peer is gone (ESRCH) or its buffer is not there (EFAULT: freed or shorter than the
-  // call says); either way this collective cannot go on.
-  return make_status(error == ESRCH ? COLLX_ERR_REMOTE : COLLX_ERR_INVALID_ARG,
-                     "rank %d: reading %zu bytes of rank %d's buffer in place failed: %s", rank_, bytes, peer,
-                     std::strerror(error));
+  COLLX_RETURN_IF_ERROR(peer_news(peer));  // it died or failed while we read
+  // Alive and well, but its buffer is not there: shorter than the call says, or freed.
+  return make_status(COLLX_ERR_INVALID_ARG, "rank %d: reading %zu bytes of rank %d's buffer in place failed: %s",
+                     rank_, bytes, peer, std::strerror(error));
+}
+
+Status ShmEngine::peer_news(int peer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
+  COLLX_RETURN_IF_ERROR(usable_locked());
+  check_peers(/*check_processes=*/true);
+  COLLX_RETURN_IF_ERROR(poison_);
+  if (peers_[peer]->departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
+  return Status::Ok();
 }
 
 void ShmEngine::publish_active_op(const OpDesc& desc) {

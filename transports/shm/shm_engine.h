@@ -136,6 +136,9 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   bool poll_board_waits(Peer& p);      // completes the waits whose counter got there
   void forget_board_wait(Peer& p, Request* req);
   BoardHeader* board_header_of(int rank) const;
+  // Looks at every peer's state now: the status that poisoned us (a peer failed, died or
+  // aborted), or that `peer` left; OK when all is well. Takes the mutex.
+  Status peer_news(int peer);
   void publish_active_op(const OpDesc& desc);
   // The collective `p` runs or ran last; false when none, or while it is being rewritten.
   bool peer_active_op(const Peer& p, OpDesc* out) const;
