@@ -27,19 +27,34 @@ bench: build
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1200 -j 2
 
-# The suite under AddressSanitizer + UndefinedBehaviorSanitizer, and under ThreadSanitizer.
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer, and under ThreadSanitizer, each
+# in its own build folder. To keep them cheap enough for CI (.ci/run runs test-asan after test):
+# -O1 with line tables only (-g1: reports keep file:line, no variable info), and only what
+# ctest runs (no MPI baseline, Google Benchmark or GPU benchmarks). Tests labelled packaging
+# (install trees) and python (ctypes over a sanitized libcollx.so) are left out.
+SAN_OPT = -O1 -DNDEBUG
+SAN_CMAKE = -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SAN_OPT)" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SAN_OPT)" \
+  -DCOLLX_SANITIZE_DEBUG=-g1 -DCOLLX_BUILD_BENCH_EXTRAS=OFF
+SAN_CTEST = ctest --output-on-failure --timeout 2400 -j 2 -LE "packaging|python"
+# Suppressions: third-party libraries only, each with its reason (tools/sanitizers/).
+SAN_SUPP = $(CURDIR)/tools/sanitizers
+
 test-asan: deps
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLX_SANITIZE=address,undefined
+	cmake -S . -B build-asan $(SAN_CMAKE) -DCOLLX_SANITIZE=address,undefined
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && HWLOC_COMPONENTS=-pci ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  ctest --output-on-failure --timeout 2400 -j 2 -LE "packaging|python"
+	cd build-asan && HWLOC_COMPONENTS=-pci \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 \
+	  LSAN_OPTIONS=suppressions=$(SAN_SUPP)/lsan.supp:print_suppressions=0 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(SAN_CTEST)
 
 test-tsan: deps
-	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLX_SANITIZE=thread
+	cmake -S . -B build-tsan $(SAN_CMAKE) -DCOLLX_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && UCX_MEM_EVENTS=no UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none HWLOC_COMPONENTS=-pci \
-	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-	  ctest --output-on-failure --timeout 2400 -j 2 -LE "packaging|python"
+	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1:suppressions=$(SAN_SUPP)/tsan.supp \
+	  $(SAN_CTEST)
 
 # The libFuzzer targets (fuzz/, docs/security.md), built with clang in build-fuzz-clang and run
 # FUZZ_RUNS times each from fuzz/corpus/; needs clang (apt-get install -y clang).

@@ -2,12 +2,22 @@
 // Errors inside collx are values, never exceptions; the C boundary converts.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
 #include "collx/collx_status.h"
 
 namespace collx {
+
+// A status code that came from a peer (a failure notice on the wire or in shared memory):
+// the code itself when it is one of the public error codes, else COLLX_ERR_REMOTE. Never
+// cast such a value to collx_status_t unchecked: an enum holding a value outside its list is
+// undefined behaviour.
+inline collx_status_t status_code_from_peer(int64_t value) {
+  if (value < 0 && value > COLLX_STATUS_LAST_) return static_cast<collx_status_t>(value);
+  return COLLX_ERR_REMOTE;
+}
 
 class [[nodiscard]] Status {
  public:

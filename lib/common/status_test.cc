@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace collx {
 namespace {
 
@@ -32,4 +34,12 @@ TEST(Status, TheTextDoesNotMakeACause) {
 }
 
 }  // namespace
+TEST(Status, APeersCodeOutsideThePublicListBecomesRemote) {
+  EXPECT_EQ(status_code_from_peer(COLLX_ERR_TIMEOUT), COLLX_ERR_TIMEOUT);
+  EXPECT_EQ(status_code_from_peer(COLLX_STATUS_LAST_ + 1), COLLX_STATUS_LAST_ + 1);
+  for (int64_t bad : {int64_t{-12345}, int64_t{COLLX_STATUS_LAST_}, int64_t{0}, int64_t{7}, INT64_MIN}) {
+    EXPECT_EQ(status_code_from_peer(bad), COLLX_ERR_REMOTE) << bad;
+  }
+}
+
 }  // namespace collx

@@ -17,21 +17,11 @@
 
 #include "tests/support/process_ranks.h"
 #include "tests/support/scoped_env.h"
+#include "tests/support/temp_dir.h"
 
 namespace collx {
 namespace testing {
 namespace {
-
-bool exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
-std::string temp_dir() {
-  char tmpl[] = "/tmp/collx-fr-test-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  return dir ? dir : "";
-}
 
 // build/tests/process/<this test> -> build/tools/collx-info: the nearest folder above this
 // binary with tools/collx-info.
@@ -44,12 +34,6 @@ std::string collx_info_path() {
     if (exists(dir + "/tools/collx-info")) return dir + "/tools/collx-info";
   }
   return "collx-info";  // from PATH
-}
-
-void remove_dir(const std::string& dir) {
-  if (dir.rfind("/tmp/collx-fr-test-", 0) != 0) return;
-  const std::string command = "rm -rf '" + dir + "'";
-  if (std::system(command.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
 }
 
 std::string run_and_read(const std::string& command, int* exit_code) {

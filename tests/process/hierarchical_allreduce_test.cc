@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <deque>
+#include <memory>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -29,33 +31,22 @@ std::vector<RankResult> run_on_fake_hosts(const std::string& labels, int timeout
                                           const std::function<int(int rank, int size, collx_comm_t comm)>& body,
                                           int64_t comm_timeout_ms = 60000) {
   const int size = static_cast<int>(std::count(labels.begin(), labels.end(), ',')) + 1;
-  return run_processes(size, timeout_ms, [&](int rank, int world, const std::string& addr) {
-    setenv("COLLX_TEST_HOST_ID", labels.c_str(), 1);
-    size_t start = 0;
-    while (start < env.size()) {
-      size_t end = env.find(';', start);
-      if (end == std::string::npos) end = env.size();
-      const std::string kv = env.substr(start, end - start);
-      const size_t eq = kv.find('=');
-      if (eq != std::string::npos) setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
-      start = end + 1;
+  std::deque<std::string> names;  // ScopedEnv keeps a pointer to its name
+  std::vector<std::unique_ptr<ScopedEnv>> vars;
+  vars.push_back(std::make_unique<ScopedEnv>("COLLX_TEST_HOST_ID", labels));
+  size_t start = 0;
+  while (start < env.size()) {
+    size_t end = env.find(';', start);
+    if (end == std::string::npos) end = env.size();
+    const std::string kv = env.substr(start, end - start);
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) {
+      names.push_back(kv.substr(0, eq));
+      vars.push_back(std::make_unique<ScopedEnv>(names.back().c_str(), kv.substr(eq + 1)));
     }
-    collx_config_t config;
-    collx_config_init(&config, sizeof config);
-    config.rank = rank;
-    config.world_size = world;
-    config.store_addr = addr.c_str();
-    config.timeout_ms = comm_timeout_ms;
-    collx_comm_t comm = nullptr;
-    collx_status_t rc = collx_comm_create(&config, &comm);
-    if (rc != COLLX_OK) {
-      fprintf(stderr, "rank %d: comm_create: %s: %s\n", rank, collx_status_name(rc), collx_last_error(nullptr));
-      return 100;
-    }
-    int code = body(rank, world, comm);
-    if (collx_comm_destroy(comm) != COLLX_OK && code == 0) code = 101;
-    return code;
-  });
+    start = end + 1;
+  }
+  return run_comm_processes(size, timeout_ms, body, comm_timeout_ms);
 }
 
 // One all-reduce case against the reference; 0 when right, else prints the first wrong element.

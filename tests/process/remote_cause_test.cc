@@ -17,22 +17,12 @@
 
 #include "tests/support/process_ranks.h"
 #include "tests/support/scoped_env.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/transports_under_test.h"
 
 namespace collx {
 namespace testing {
 namespace {
-
-bool exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
-std::string temp_dir() {
-  char tmpl[] = "/tmp/collx-fr-test-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  return dir ? dir : "";
-}
 
 std::string files_in(const std::string& dir) {
   std::string found;
@@ -43,12 +33,6 @@ std::string files_in(const std::string& dir) {
     closedir(d);
   }
   return found;
-}
-
-void remove_dir(const std::string& dir) {
-  if (dir.rfind("/tmp/collx-fr-test-", 0) != 0) return;
-  const std::string command = "rm -rf '" + dir + "'";
-  if (std::system(command.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
 }
 
 class RemoteCause : public ::testing::TestWithParam<TransportUnderTest> {};

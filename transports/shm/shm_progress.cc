@@ -468,7 +468,7 @@ void ShmEngine::check_peers(bool check_processes) {
         for (char* c = reason; *c; ++c) {
           if (static_cast<unsigned char>(*c) < 0x20 || static_cast<unsigned char>(*c) > 0x7e) *c = '?';
         }
-        auto code = static_cast<collx_status_t>(h->reason_code.load(std::memory_order_relaxed));
+        const collx_status_t code = status_code_from_peer(h->reason_code.load(std::memory_order_relaxed));
         poison_locked(make_status(COLLX_ERR_REMOTE, "rank %d failed: %s: %s", p.rank, status_name(code), reason)
                           .with_remote_code(code),
                       false);

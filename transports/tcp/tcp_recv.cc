@@ -307,7 +307,7 @@ void TcpEngine::finish_frame(Socket& s) {
     for (char& c : text) {
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
     }
-    auto code = static_cast<collx_status_t>(static_cast<int64_t>(s.hdr.tag));
+    const collx_status_t code = status_code_from_peer(static_cast<int64_t>(s.hdr.tag));
     // The failed rank told every peer itself: no need to relay.
     poison_locked(make_status(COLLX_ERR_REMOTE, "rank %d failed: %s: %s", p.rank, status_name(code), text.c_str())
                       .with_remote_code(code),

@@ -252,7 +252,7 @@ void UcxEngine::handle_header(Peer& p, Arrival& a) {
       handle_data_header(p, h, payload);
       return;
     case MsgType::kPoison: {
-      const collx_status_t code = h.code < 0 ? static_cast<collx_status_t>(h.code) : COLLX_ERR_REMOTE;
+      const collx_status_t code = status_code_from_peer(h.code);
       poison_locked(make_status(COLLX_ERR_REMOTE, "rank %d failed: %s: %s", p.rank, status_name(code),
                                 printable_text(payload, h.inline_bytes).c_str())
                         .with_remote_code(code),
