@@ -12,15 +12,22 @@
 // From kSharedMemoryDirectReadBytes per peer, where the transport can read peers' memory
 // (cross-memory attach), a rank's board carries only the addresses of its buffers, and peers
 // read its user buffers in place with one copy; a last meeting ("done") keeps every buffer
-// untouched until all reads of it are over.
-// "done" says a rank has finished reading round r; a board half is reused by round r + 2,
-// so a rank fills it only once every peer is done with round r (slower peers may still read
-// the other half while faster ones run ahead by one round).
+// untouched until all reads of it are over. A buffer from collx_mem_alloc is mapped by the
+// peers (SharedBoards::map_peer): they reduce and copy straight from it, no copy through the
+// kernel and no scratch (zero-copy).
+// A board half is reused by round r + 2. No wait is needed for that: every round starts with
+// a meeting on "arrived", and a rank arrives at round r + 1 only after it finished reading
+// round r, so once a rank met everyone at round r + 1, nobody reads its round-r half any more.
+// (An earlier version waited for a "done" counter here: one more cache-line hand-off per peer
+// per call, for nothing.)
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/local_ops.h"
@@ -37,10 +44,23 @@ using transport::SharedBoards;
 class Meeting {
  public:
   Meeting(const Context& ctx, SharedBoards* boards, const Deadline& deadline)
-      : ctx_(ctx), boards_(boards), deadline_(deadline), requests_(new transport::Request[ctx.size]) {}
+      : ctx_(ctx), boards_(boards), deadline_(deadline) {}
 
   Status all_reached(SharedBoards::Counter counter, uint64_t value, const transport::OpDesc* desc) {
-    if (spin_until_reached(counter, value, desc)) return Status::Ok();
+    if (spin_until([&](int peer) { return boards_->reached(peer, counter, value, desc); })) return Status::Ok();
+    return wait_for_all(counter, value, desc);
+  }
+
+  // Every peer's inline payload of `round` is there (SharedBoards::publish_inline).
+  Status all_inline(uint64_t round, const transport::OpDesc& desc) {
+    if (spin_until([&](int peer) { return boards_->inline_payload(peer, round, desc) != nullptr; })) {
+      return Status::Ok();
+    }
+    return wait_for_all(SharedBoards::kArrived, round, &desc);
+  }
+
+ private:
+  Status wait_for_all(SharedBoards::Counter counter, uint64_t value, const transport::OpDesc* desc) {
     transport::Request* pending[kMaxListed];
     size_t npending = 0;
     Status status;
@@ -49,6 +69,8 @@ class Meeting {
       // Already there for this operation (the usual case once the ranks run in step): no
       // request, no lock. Otherwise the request path waits, or reports the mismatch.
       if (boards_->reached(peer, counter, value, desc)) continue;
+      // Made on the first wait only: peers in step never need one.
+      if (!requests_) requests_.reset(new transport::Request[ctx_.size]);
       transport::Request* req = &requests_[peer];
       status = boards_->post_wait(req, peer, counter, value, desc);
       if (!status.ok()) break;
@@ -63,24 +85,43 @@ class Meeting {
     return status;
   }
 
- private:
   static constexpr size_t kMaxListed = 64;
   // Peers running in step publish within a microsecond or so: look for that long without a
   // system call or a lock (bounded, then the transport's wait yields and sleeps).
   static constexpr int64_t kSpinNs = 1500;
-  bool spin_until_reached(SharedBoards::Counter counter, uint64_t value, const transport::OpDesc* desc) {
+  // True once ready(peer) holds for every peer (checked in rank order, each until it holds).
+  template <typename Ready>
+  bool spin_until(Ready ready) {
     int64_t start_ns = 0;
+    int peer = 0;
+    // More ranks than CPUs: the peer we wait for may need our CPU to get there, so give it
+    // up at once (sched_yield, as MPI does when oversubscribed) instead of spinning on it.
+    const bool crowded = ctx_.size > online_cpus();
+    const int64_t limit_ns = crowded ? kCrowdedSpinNs : kSpinNs;
     for (int polls = 0;; ++polls) {
-      int peer = 0;
-      while (peer < ctx_.size && (peer == ctx_.rank || boards_->reached(peer, counter, value, desc))) ++peer;
+      while (peer < ctx_.size && (peer == ctx_.rank || ready(peer))) ++peer;
       if (peer == ctx_.size) return true;
-      if ((polls & 15) == 0) {
+      if ((polls & 15) == 0 || crowded) {
         const int64_t now = monotonic_ns();
         if (start_ns == 0) start_ns = now;
-        if (now - start_ns > kSpinNs) return false;
+        if (now - start_ns > limit_ns) return false;
       }
-      cpu_relax();
+      if (crowded) {
+        sched_yield();
+      } else {
+        cpu_relax();
+      }
     }
+  }
+  // Yielding costs a system call per poll; for this long, then the transport's wait (which
+  // yields a while longer, then sleeps).
+  static constexpr int64_t kCrowdedSpinNs = 20000;
+  static int online_cpus() {
+    static const int cpus = [] {
+      const long n = sysconf(_SC_NPROCESSORS_ONLN);
+      return n > 0 ? static_cast<int>(n) : 1;
+    }();
+    return cpus;
   }
   static int64_t monotonic_ns() {
     timespec ts;
@@ -117,12 +158,6 @@ Status boards_of(const Context& ctx, SharedBoards** out) {
   }
   if (ctx.rank_at != nullptr) return make_status(COLLX_ERR_INTERNAL, "shared_memory algorithm given a ring order");
   return Status::Ok();
-}
-
-// Starts round `round`: waits until no peer still reads this round's board half (round - 2).
-Status begin_round(Meeting& meeting, uint64_t round) {
-  if (round <= 2) return Status::Ok();
-  return meeting.all_reached(SharedBoards::kDone, round - 2, nullptr);
 }
 
 // Elements [lo, hi) of `count` that rank `j` of `n` owns (balanced, contiguous).
@@ -165,12 +200,13 @@ class SharedCollective {
   bool direct_reads(size_t bytes_per_peer) const {
     return boards->can_read_peers() && bytes_per_peer >= kSharedMemoryDirectReadBytes;
   }
-  // Where this rank's buffers are, for its peers: the first bytes of its board half.
+  // Where this rank's buffers are, for its peers: the first bytes of its board half. Buffers
+  // from collx_mem_alloc carry their memory file, so peers map them and read in place.
   struct Note {
-    uint64_t send, recv;
+    SharedBoards::BufferNote send, recv;
   };
-  void write_note(int half) {
-    const Note note{reinterpret_cast<uintptr_t>(send), reinterpret_cast<uintptr_t>(out)};
+  void write_note(int half, size_t send_bytes, size_t recv_bytes) {
+    const Note note{boards->describe_buffer(send, send_bytes), boards->describe_buffer(out, recv_bytes)};
     std::memcpy(boards->board(me, half), &note, sizeof note);
   }
   Note note_of(int rank, int half) const {
@@ -178,12 +214,24 @@ class SharedCollective {
     std::memcpy(&note, boards->board(rank, half), sizeof note);
     return note;
   }
+  // `bytes` of peer j's buffer `buffer` from `byte_offset` on: mapped in place (zero-copy),
+  // else nullptr (copy them with read_peer).
+  const uint8_t* mapped(int j, const SharedBoards::BufferNote& buffer, size_t byte_offset, size_t bytes) {
+    return boards->map_peer(j, buffer, buffer.address + byte_offset, bytes);
+  }
+  // dst = `bytes` of peer j's buffer from `byte_offset`, straight from its mapping or read.
+  Status copy_from_peer(int j, const SharedBoards::BufferNote& buffer, size_t byte_offset, char* dst, size_t bytes) {
+    if (const uint8_t* src = mapped(j, buffer, byte_offset, bytes)) {
+      std::memcpy(dst, src, bytes);
+      return Status::Ok();
+    }
+    return boards->read_peer(j, buffer.address + byte_offset, dst, bytes);
+  }
   // Starts a direct-read round: addresses published, every peer's known.
-  Status direct_round(Meeting& meeting, uint64_t* round, int* half) {
+  Status direct_round(Meeting& meeting, size_t send_bytes, size_t recv_bytes, uint64_t* round, int* half) {
     *round = boards->next_round();
     *half = static_cast<int>(*round & 1);
-    COLLX_RETURN_IF_ERROR(begin_round(meeting, *round));
-    write_note(*half);
+    write_note(*half, send_bytes, recv_bytes);
     boards->publish(SharedBoards::kArrived, *round, args_.desc);
     return meeting.all_reached(SharedBoards::kArrived, *round, &args_.desc);
   }
@@ -211,16 +259,32 @@ Status SharedCollective::allreduce() {
   if (direct_reads(args_.count / n * es)) return allreduce_direct();
   Meeting meeting(ctx_, boards, args_.deadline);
   const size_t total_bytes = args_.count * es;
+  if (total_bytes <= SharedBoards::kInlineBytes) {
+    // A few elements: the payload travels with the round in one cache line per rank.
+    const uint64_t round = boards->next_round();
+    boards->publish_inline(round, args_.desc, send, total_bytes);
+    COLLX_RETURN_IF_ERROR(meeting.all_inline(round, args_.desc));
+    const uint8_t* in[2] = {boards->inline_payload(0, round, args_.desc), boards->inline_payload(1, round, args_.desc)};
+    if (in[0] == nullptr || in[1] == nullptr) {
+      return make_status(COLLX_ERR_INTERNAL, "rank %d: shared-memory round %llu arrived without its payload", me,
+                         static_cast<unsigned long long>(round));
+    }
+    reducer.reduce3(out, in[0], in[1], args_.count);
+    for (int j = 2; j < n; ++j) {
+      const uint8_t* theirs = boards->inline_payload(j, round, args_.desc);
+      if (theirs == nullptr) return make_status(COLLX_ERR_INTERNAL, "rank %d: rank %d's payload is missing", me, j);
+      reducer.reduce(out, theirs, args_.count);
+    }
+    return Status::Ok();
+  }
   if (total_bytes <= kSharedMemorySmallAllreduceBytes && total_bytes <= boards->half_bytes()) {
     const uint64_t round = boards->next_round();
     const int half = static_cast<int>(round & 1);
-    COLLX_RETURN_IF_ERROR(begin_round(meeting, round));
     std::memcpy(boards->board(me, half), send, total_bytes);
     boards->publish(SharedBoards::kArrived, round, args_.desc);
     COLLX_RETURN_IF_ERROR(meeting.all_reached(SharedBoards::kArrived, round, &args_.desc));
     reducer.reduce3(out, boards->board(0, half), boards->board(1, half), args_.count);
     for (int j = 2; j < n; ++j) reducer.reduce(out, boards->board(j, half), args_.count);
-    boards->publish(SharedBoards::kDone, round, args_.desc);
     return Status::Ok();
   }
   const size_t round_count = std::max<size_t>(1, boards->half_bytes() / es);
@@ -228,7 +292,6 @@ Status SharedCollective::allreduce() {
     const size_t c = std::min(round_count, args_.count - off);
     const uint64_t round = boards->next_round();
     const int half = static_cast<int>(round & 1);
-    COLLX_RETURN_IF_ERROR(begin_round(meeting, round));
     char* mine = reinterpret_cast<char*>(boards->board(me, half));
     size_t lo = 0, hi = 0;
     slice_of(c, n, me, &lo, &hi);
@@ -251,7 +314,6 @@ Status SharedCollective::allreduce() {
       slice_of(c, n, j, &jlo, &jhi);
       std::memcpy(out + (off + jlo) * es, boards->board(j, half) + jlo * es, (jhi - jlo) * es);
     }
-    boards->publish(SharedBoards::kDone, round, args_.desc);
   }
   return Status::Ok();
 }
@@ -266,7 +328,6 @@ Status SharedCollective::reduce_scatter() {
     const size_t c = std::min(round_count, rc - off);
     const uint64_t round = boards->next_round();
     const int half = static_cast<int>(round & 1);
-    COLLX_RETURN_IF_ERROR(begin_round(meeting, round));
     char* mine = reinterpret_cast<char*>(boards->board(me, half));
     for (int j = 0; j < n; ++j) {
       if (j != me) std::memcpy(mine + j * c * es, send + (j * rc + off) * es, c * es);
@@ -281,7 +342,6 @@ Status SharedCollective::reduce_scatter() {
     for (int j = first + 1; j < n; ++j) {
       if (j != me) reducer.reduce(dst, boards->board(j, half) + me * c * es, c);
     }
-    boards->publish(SharedBoards::kDone, round, args_.desc);
   }
   return Status::Ok();
 }
@@ -295,7 +355,6 @@ Status SharedCollective::allgather() {
     const size_t c = std::min(round_count, rc - off);
     const uint64_t round = boards->next_round();
     const int half = static_cast<int>(round & 1);
-    COLLX_RETURN_IF_ERROR(begin_round(meeting, round));
     std::memcpy(boards->board(me, half), send + off * es, c * es);
     boards->publish(SharedBoards::kArrived, round, args_.desc);
     COLLX_RETURN_IF_ERROR(meeting.all_reached(SharedBoards::kArrived, round, &args_.desc));
@@ -307,7 +366,6 @@ Status SharedCollective::allgather() {
         std::memcpy(dst, boards->board(j, half), c * es);
       }
     }
-    boards->publish(SharedBoards::kDone, round, args_.desc);
   }
   return Status::Ok();
 }
@@ -315,22 +373,40 @@ Status SharedCollective::allgather() {
 
 Status SharedCollective::reduce_from_peers(char* dst, const char* own, size_t count, int half, size_t byte_offset,
                                            bool of_send) {
+  // Peers whose buffer is mapped here are reduced from in place; the others are read piece
+  // by piece into scratch. Pieces keep `dst` in cache across the peers.
+  std::vector<const uint8_t*> in_place(n, nullptr);
+  bool any_read = false;
+  for (int j = 0; j < n; ++j) {
+    if (j == me) continue;
+    const Note note = note_of(j, half);
+    in_place[j] = mapped(j, of_send ? note.send : note.recv, byte_offset, count * es);
+    any_read |= in_place[j] == nullptr;
+  }
   const size_t piece_count = std::max<size_t>(1, kSharedMemoryPieceBytes / es);
   char* incoming = nullptr;
-  COLLX_RETURN_IF_ERROR(get_scratch(ctx_, kScratchIncoming, std::min(count, piece_count) * es, &incoming));
+  if (any_read) {
+    COLLX_RETURN_IF_ERROR(get_scratch(ctx_, kScratchIncoming, std::min(count, piece_count) * es, &incoming));
+  }
   for (size_t off = 0; off < count; off += piece_count) {
     const size_t c = std::min(piece_count, count - off);
     bool first = true;
     for (int j = 0; j < n; ++j) {
       if (j == me) continue;
-      const Note note = note_of(j, half);
-      const uint64_t remote = (of_send ? note.send : note.recv) + byte_offset + off * es;
-      COLLX_RETURN_IF_ERROR(boards->read_peer(j, remote, incoming, c * es));
+      const void* src = nullptr;
+      if (in_place[j] != nullptr) {
+        src = in_place[j] + off * es;
+      } else {
+        const Note note = note_of(j, half);
+        const uint64_t remote = (of_send ? note.send : note.recv).address + byte_offset + off * es;
+        COLLX_RETURN_IF_ERROR(boards->read_peer(j, remote, incoming, c * es));
+        src = incoming;
+      }
       if (first) {
-        reducer.combine(dst + off * es, own + off * es, incoming, c);
+        reducer.combine(dst + off * es, own + off * es, src, c);
         first = false;
       } else {
-        reducer.reduce(dst + off * es, incoming, c);
+        reducer.reduce(dst + off * es, src, c);
       }
     }
   }
@@ -341,7 +417,8 @@ Status SharedCollective::allreduce_direct() {
   Meeting meeting(ctx_, boards, args_.deadline);
   uint64_t round = 0;
   int half = 0;
-  COLLX_RETURN_IF_ERROR(direct_round(meeting, &round, &half));
+  const size_t bytes = args_.count * es;
+  COLLX_RETURN_IF_ERROR(direct_round(meeting, bytes, bytes, &round, &half));
   // Our slice, from every rank's input; each element reduced once, by its slice's owner.
   size_t lo = 0, hi = 0;
   slice_of(args_.count, n, me, &lo, &hi);
@@ -353,8 +430,7 @@ Status SharedCollective::allreduce_direct() {
     const int j = (me + k) % n;  // spread the readers over the owners
     size_t jlo = 0, jhi = 0;
     slice_of(args_.count, n, j, &jlo, &jhi);
-    COLLX_RETURN_IF_ERROR(
-        boards->read_peer(j, note_of(j, half).recv + jlo * es, out + jlo * es, (jhi - jlo) * es));
+    COLLX_RETURN_IF_ERROR(copy_from_peer(j, note_of(j, half).recv, jlo * es, out + jlo * es, (jhi - jlo) * es));
   }
   return finish_direct_round(meeting, round);
 }
@@ -363,8 +439,8 @@ Status SharedCollective::reduce_scatter_direct() {
   Meeting meeting(ctx_, boards, args_.deadline);
   uint64_t round = 0;
   int half = 0;
-  COLLX_RETURN_IF_ERROR(direct_round(meeting, &round, &half));
   const size_t block = args_.count * es;
+  COLLX_RETURN_IF_ERROR(direct_round(meeting, n * block, block, &round, &half));
   COLLX_RETURN_IF_ERROR(reduce_from_peers(out, send + me * block, args_.count, half, me * block, /*of_send=*/true));
   return finish_direct_round(meeting, round);
 }
@@ -373,12 +449,12 @@ Status SharedCollective::allgather_direct() {
   Meeting meeting(ctx_, boards, args_.deadline);
   uint64_t round = 0;
   int half = 0;
-  COLLX_RETURN_IF_ERROR(direct_round(meeting, &round, &half));
   const size_t block = args_.count * es;
+  COLLX_RETURN_IF_ERROR(direct_round(meeting, block, n * block, &round, &half));
   copy_if_distinct(out + me * block, send, block);  // in place: already there
   for (int k = 1; k < n; ++k) {
     const int j = (me + k) % n;
-    COLLX_RETURN_IF_ERROR(boards->read_peer(j, note_of(j, half).send, out + j * block, block));
+    COLLX_RETURN_IF_ERROR(copy_from_peer(j, note_of(j, half).send, 0, out + j * block, block));
   }
   return finish_direct_round(meeting, round);
 }

@@ -140,6 +140,29 @@ class SharedBoards {
   // read in place, one copy. Only where can_read_peers(); the peer must keep the memory
   // unchanged until it learns the read is over (a counter this rank publishes afterwards).
   virtual Status read_peer(int peer, uint64_t remote, void* local, size_t bytes) = 0;
+  // Zero-copy buffers (collx_mem_alloc). Where `bytes` at `p` (a buffer of this process) lie,
+  // for peers that may map them: region_id 0 when it is ordinary memory.
+  struct BufferNote {
+    uint64_t address = 0;
+    uint64_t region_id = 0, region_base = 0, region_bytes = 0;
+    int64_t region_fd = -1;
+  };
+  virtual BufferNote describe_buffer(const void* p, size_t bytes) const = 0;
+  // `bytes` at `peer`'s address `remote`, inside the buffer `note` (which that peer described),
+  // mapped read-only in this process: reads and reductions take the data straight from it.
+  // nullptr when the peer's buffer is not shared memory or cannot be mapped here: read it with
+  // read_peer. Like read_peer, only for memory the peer keeps unchanged until it learns the
+  // read is over. Mappings are cached (a few per peer).
+  virtual const uint8_t* map_peer(int peer, const BufferNote& note, uint64_t remote, size_t bytes) = 0;
+  // Tiny payloads (at most kInlineBytes) ride in one cache line with their round: for
+  // all-reduces of a few elements, where a meeting is all the cost. publish_inline writes
+  // the payload, then publishes `kArrived` = round (so waits on kArrived see it too).
+  static constexpr size_t kInlineBytes = 32;
+  virtual void publish_inline(uint64_t round, const OpDesc& desc, const void* data, size_t bytes) = 0;
+  // `rank`'s inline payload of `round` when it published it for `desc` (this rank's own too),
+  // else nullptr (not yet, or for another operation: post a wait on kArrived to learn which).
+  // Valid until this rank publishes kArrived for round + 1.
+  virtual const uint8_t* inline_payload(int rank, uint64_t round, const OpDesc& desc) const = 0;
   // Rounds are numbered from 1 on each rank, in the same order on every rank (collectives
   // run in the same order); returns the next one.
   uint64_t next_round() { return ++round_; }

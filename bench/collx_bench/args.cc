@@ -24,6 +24,7 @@ const Flag kFlags[] = {
     {0, "np", true},           {0, "json", true},        {'T', "timeout", true},
     {0, "plot", true},         {0, "plot-add", true},    {0, "plot-only", false},
     {0, "explain", false},     {0, "tune", true},        {'h', "help", false},
+    {0, "zero-copy", false},
 };
 
 const Flag* find_short(char c) {
@@ -137,6 +138,8 @@ bool apply(const Flag& f, const std::string& value, Options* o, std::string* err
     o->plot_only = true;
   } else if (name == "explain") {
     o->explain = true;
+  } else if (name == "zero-copy") {
+    o->zero_copy = true;
   } else if (name == "tune") {
     if (value.empty()) return bad("needs a file name");
     o->tune_path = value;
@@ -296,6 +299,7 @@ std::string usage_text(const char* program) {
          "      --tune FILE          measure the transport's cost-model constants (latency, bandwidth,\n"
          "                           reduction speed) and write them to FILE for COLLX_TUNE_FILE\n"
          "  -T, --timeout SECONDS    deadline of every collx call; 0 = library default [0]\n"
+         "      --zero-copy          buffers from collx_mem_alloc (peers on the host read them in place)\n"
          "  -h, --help               this text\n"
          "\n"
          "Without a launcher environment (COLLX_RANK, RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or\n"

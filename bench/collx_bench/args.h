@@ -41,6 +41,7 @@ struct Options {
   std::string plot_path;
   std::vector<std::string> plot_add;
   bool plot_only = false;
+  bool zero_copy = false;  // --zero-copy: send/recv buffers from collx_mem_alloc
 };
 
 enum class ParseResult { kOk, kHelp, kError };

@@ -180,7 +180,7 @@ class RankRun {
       if (ctx_.rank == 0) std::fprintf(stderr, "collx-bench: %s\n", error.c_str());
       return kExitUsage;
     }
-    if (!buffers_.allocate(static_cast<size_t>(o_.max_bytes), &error)) {
+    if (!buffers_.allocate(static_cast<size_t>(o_.max_bytes), o_.zero_copy, &error)) {
       std::fprintf(stderr, "collx-bench: rank %d: %s\n", ctx_.rank, error.c_str());
       collx_comm_abort(ctx_.comm);
       return kExitFailure;

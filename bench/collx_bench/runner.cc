@@ -6,19 +6,30 @@
 
 namespace collx_bench {
 
-void Buffers::Free::operator()(void* p) const { std::free(p); }
+void BufferFree::operator()(void* p) const {
+  if (from_collx) {
+    collx_mem_free(p);
+  } else {
+    std::free(p);
+  }
+}
 
-bool Buffers::allocate(size_t bytes, std::string* error) {
+bool Buffers::allocate(size_t bytes, bool zero_copy, std::string* error) {
   // Never zero bytes: collx accepts NULL only with count 0, and rows of count 0 still run.
   const size_t size = (bytes + 4095) / 4096 * 4096 + 4096;
-  for (std::unique_ptr<void, Free>* b : {&send_, &recv_}) {
+  for (std::unique_ptr<void, BufferFree>* b : {&send_, &recv_}) {
     void* p = nullptr;
-    if (posix_memalign(&p, 4096, size) != 0 || p == nullptr) {
+    if (zero_copy) {
+      if (collx_mem_alloc(size, &p) != COLLX_OK) {
+        *error = "collx_mem_alloc(" + std::to_string(size) + "): " + collx_last_error(nullptr);
+        return false;
+      }
+    } else if (posix_memalign(&p, 4096, size) != 0 || p == nullptr) {
       *error = "cannot allocate " + std::to_string(size) + " bytes of host memory";
       return false;
     }
     std::memset(p, 0, size);
-    b->reset(p);
+    *b = std::unique_ptr<void, BufferFree>(p, BufferFree{zero_copy});
   }
   return true;
 }

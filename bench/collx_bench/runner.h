@@ -18,19 +18,23 @@ struct RankContext {
   collx_opts_t opts;  // algorithm, host memory kind, premul scalar of the measured calls
 };
 
+// Frees a bench buffer the way it was allocated.
+struct BufferFree {
+  bool from_collx = false;  // collx_mem_alloc, else posix_memalign
+  void operator()(void* p) const;
+};
+
 // Page-aligned host buffers, touched once so first-touch page faults stay out of timings.
 class Buffers {
  public:
-  bool allocate(size_t bytes, std::string* error);
+  // zero_copy: from collx_mem_alloc (shared memory peers map), else ordinary pages.
+  bool allocate(size_t bytes, bool zero_copy, std::string* error);
   void* send() const { return send_.get(); }
   void* recv() const { return recv_.get(); }
 
  private:
-  struct Free {
-    void operator()(void* p) const;
-  };
-  std::unique_ptr<void, Free> send_;
-  std::unique_ptr<void, Free> recv_;
+  std::unique_ptr<void, BufferFree> send_;
+  std::unique_ptr<void, BufferFree> recv_;
 };
 
 // One call of the collective. Out of place: `send` -> `recv`. In place: `send` is ignored

@@ -142,6 +142,28 @@ typedef enum collx_mem_kind {
   COLLX_MEM_CUDA = 2
 } collx_mem_kind_t;
 
+/* Zero-copy host buffers. Memory from collx_mem_alloc lives in a memory file that the other
+ * ranks on this host can map: a shared-memory collective (COLLX_ALGO_SHARED_MEMORY, the
+ * default on one host) whose peers' buffers lie in such memory reads and reduces their data
+ * straight from it, with no copy through the kernel or a bounce buffer. Any buffer works with
+ * any collective; zero-copy is taken per peer where that peer's buffer is from collx_mem_alloc
+ * and the call is large enough to read peers' buffers in place (64 KiB per peer), else data is
+ * copied as for ordinary memory. Like MPI_Alloc_mem.
+ *  - collx_mem_alloc: *ptr = page-aligned, zero-filled memory of at least `bytes` (> 0) bytes,
+ *    usable as any host buffer (also with other libraries). Where the kernel has no memory
+ *    files the memory is private (still valid, never zero-copy; a warning is logged once).
+ *    Errors: COLLX_ERR_INVALID_ARG (ptr NULL, bytes 0), COLLX_ERR_NO_MEMORY.
+ *  - collx_mem_free: releases it; NULL is a no-op; a pointer not from collx_mem_alloc (or
+ *    freed already) is COLLX_ERR_INVALID_ARG and nothing is freed. A buffer must not be freed
+ *    while a collective uses it (as with any buffer). A peer that mapped it may keep its pages
+ *    alive (not its contents' meaning) until it maps other buffers or its communicator ends.
+ *  - Threads: both are thread-safe and need no communicator; after an error,
+ *    collx_last_error(NULL) on the calling thread says what was wrong.
+ *  - Who may map: peers need the permission that cross-memory attach needs (same user, ptrace
+ *    allowed); without it they copy, as for ordinary memory. */
+COLLX_API collx_status_t collx_mem_alloc(size_t bytes, void** ptr);
+COLLX_API collx_status_t collx_mem_free(void* ptr);
+
 /* Transports, as a bit mask for collx_config_t.transports. */
 #define COLLX_TRANSPORT_TCP 0x1u
 #define COLLX_TRANSPORT_SHM 0x2u

@@ -32,18 +32,24 @@ collx_status_t report(collx_comm_t comm, const Status& status) {
 
 Status read_opts(const collx_opts_t* opts, CollCall* call) {
   if (!opts) return Status::Ok();
-  collx_opts_t full;
-  opts_defaults(&full);
   if (opts->size < offsetof(collx_opts_t, algorithm) + sizeof(int32_t)) {
     return make_status(COLLX_ERR_INVALID_ARG, "opts->size is %zu; initialize options with "
                        "collx_opts_init(&opts, sizeof opts) before setting fields", opts->size);
   }
-  std::memcpy(&full, opts, opts->size < sizeof full ? opts->size : sizeof full);
-  call->algorithm = full.algorithm;
-  call->mem_kind = full.mem_kind;
-  call->timeout_ms = full.timeout_ms < 0 ? -1 : full.timeout_ms;
-  call->premul_scalar = full.premul_scalar;
-  call->stream = full.stream;
+  // A caller compiled against this header (or a newer one) passes every field: read them in
+  // place. An older, shorter struct gets the defaults for the fields it lacks.
+  collx_opts_t full;
+  const collx_opts_t* src = opts;
+  if (opts->size < sizeof full) {
+    opts_defaults(&full);
+    std::memcpy(&full, opts, opts->size);
+    src = &full;
+  }
+  call->algorithm = src->algorithm;
+  call->mem_kind = src->mem_kind;
+  call->timeout_ms = src->timeout_ms < 0 ? -1 : src->timeout_ms;
+  call->premul_scalar = src->premul_scalar;
+  call->stream = src->stream;
   return Status::Ok();
 }
 

@@ -17,6 +17,12 @@ class Deadline {
     if (timeout_ms < 0) return never();
     return Deadline(Clock::now() + std::chrono::milliseconds(timeout_ms));
   }
+  // The same counted from `now` (a clock reading the caller already holds: one read serves
+  // several timestamps of a call).
+  static Deadline after_ms(int64_t timeout_ms, Clock::time_point now) {
+    if (timeout_ms < 0) return never();
+    return Deadline(now + std::chrono::milliseconds(timeout_ms));
+  }
 
   bool is_never() const { return at_ == Clock::time_point::max(); }
   bool expired() const { return !is_never() && Clock::now() >= at_; }

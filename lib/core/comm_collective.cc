@@ -1,5 +1,6 @@
 // Running collectives: validation, algorithm choice, sequence numbers, AVG and PREMUL_SUM
 // expressed as SUM plus a scale, ordering with nonblocking calls, failure handling.
+#include <chrono>
 #include <cstring>
 
 #include "lib/common/log.h"
@@ -52,16 +53,32 @@ Status Communicator::select_algorithm(collx_coll_t coll, size_t count, int32_t d
 Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) const {
   CollCall checked;                                   // CUDA hook (comm_device.cc)
   COLLX_RETURN_IF_ERROR(device_check(call, &checked));  // CUDA hook (comm_device.cc)
-  COLLX_RETURN_IF_ERROR(validate(checked));
+  // validate() and the choice depend only on the fields LastCall keeps (and on rank and
+  // size, which never change): a call equal to the last accepted one is accepted again and
+  // gets the same algorithm without repeating either.
+  LastCall& same = last_call_;
+  const bool repeat = same.valid && same.coll == checked.coll && same.count == checked.count &&
+                      same.sendbuf == checked.sendbuf && same.recvbuf == checked.recvbuf &&
+                      same.datatype == checked.datatype && same.op == checked.op &&
+                      same.algorithm == checked.algorithm && same.root == checked.root &&
+                      same.peer == checked.peer && same.tag == checked.tag && same.mem_kind == checked.mem_kind;
+  if (!repeat) COLLX_RETURN_IF_ERROR(validate(checked));
   if (failed_.load(std::memory_order_acquire)) return unusable();
   collx_algorithm_t algorithm;
-  LastChoice& last = last_choice_;
-  if (last.valid && last.coll == call.coll && last.count == call.count && last.datatype == call.datatype &&
-      last.forced == call.algorithm) {
-    algorithm = last.algorithm;
+  if (repeat) {
+    algorithm = same.chosen;
   } else {
-    COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, call.count, call.datatype, call.algorithm, &algorithm));
-    last = LastChoice{true, call.coll, call.count, call.datatype, call.algorithm, algorithm};
+    LastChoice& last = last_choice_;
+    if (last.valid && last.coll == call.coll && last.count == call.count && last.datatype == call.datatype &&
+        last.forced == call.algorithm) {
+      algorithm = last.algorithm;
+    } else {
+      COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, call.count, call.datatype, call.algorithm, &algorithm));
+      last = LastChoice{true, call.coll, call.count, call.datatype, call.algorithm, algorithm};
+    }
+    same = LastCall{true,          checked.coll, checked.sendbuf, checked.recvbuf, checked.count,
+                    checked.datatype, checked.op, checked.algorithm, checked.root, checked.peer,
+                    checked.tag,    checked.mem_kind, algorithm};
   }
   desc->kind = static_cast<uint8_t>(call.coll);
   desc->datatype = call.coll == COLLX_COLL_BARRIER ? 0 : static_cast<uint8_t>(call.datatype);
@@ -100,9 +117,15 @@ Status Communicator::submit(const CollCall& call, std::shared_ptr<RequestImpl>* 
 
 Status Communicator::execute(const CollCall& call, const transport::OpDesc& desc) {
   if (failed_.load(std::memory_order_acquire)) return unusable();
-  const Deadline deadline = deadline_for(call.timeout_ms);
+  // One clock reading is the start of the deadline and of the flight record (none when
+  // neither needs it).
+  const int64_t timeout_ms = call.timeout_ms >= 0 ? call.timeout_ms : settings_.timeout_ms;  // as deadline_for
+  const Deadline::Clock::time_point now =
+      timeout_ms >= 0 || flight_.enabled() ? Deadline::Clock::now() : Deadline::Clock::time_point();
+  const Deadline deadline = Deadline::after_ms(timeout_ms, now);
   COLLX_TRACE(COLL, "start %s", describe_op(desc).c_str());
-  const uint64_t fr_id = flight_.start(desc, -1);  // flight recorder
+  const uint64_t fr_id = flight_.start_at(  // flight recorder
+      desc, -1, -1, std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count());
   transport_->set_active_op(&desc);
   Status st = dispatch(call, desc, deadline);
   transport_->set_active_op(nullptr);

@@ -9,14 +9,12 @@ Executor::~Executor() { stop(); }
 void Executor::submit(std::function<void()> task, int log_rank) {
   std::lock_guard<std::mutex> lock(mutex_);
   tasks_.push_back(std::move(task));
+  busy_.fetch_add(1, std::memory_order_relaxed);
   if (!thread_.joinable()) thread_ = std::thread([this, log_rank] { loop(log_rank); });
   wake_.notify_one();
 }
 
-bool Executor::idle() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return tasks_.empty() && !running_task_;
-}
+bool Executor::idle() const { return busy_.load(std::memory_order_acquire) == 0; }
 
 bool Executor::drain(Deadline deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -50,6 +48,7 @@ void Executor::loop(int log_rank) {
     task();
     lock.lock();
     running_task_ = false;
+    busy_.fetch_sub(1, std::memory_order_release);
     if (tasks_.empty()) drained_.notify_all();
   }
   drained_.notify_all();

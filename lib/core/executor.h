@@ -4,7 +4,9 @@
 // sleeps on a condition variable while there is nothing to do.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -38,6 +40,10 @@ class Executor {
   std::condition_variable drained_;  // queue became empty and nothing runs
   std::deque<std::function<void()>> tasks_;
   bool running_task_ = false;
+  // Tasks queued or running, changed under mutex_: idle() reads it without the lock (every
+  // blocking collective asks). The release decrement after a task ran and the acquire load
+  // in idle() order the task's effects before what the caller does next.
+  std::atomic<size_t> busy_{0};
   bool stopping_ = false;
   std::thread thread_;
 };

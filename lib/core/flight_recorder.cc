@@ -198,14 +198,15 @@ void FlightRecorder::flush_trace() {
   if (trace_) trace_->flush();
 }
 
-FrRecord* FlightRecorder::slot_for_new(uint64_t* id) {
+FrRecord* FlightRecorder::slot_for_new(uint64_t* id, int64_t now_ns) {
   *id = ++next_id_;
-  FrRecord* slot = &ring_[static_cast<size_t>(*id % ring_.size())];
+  next_slot_ = next_slot_ + 1 == ring_.size() ? 0 : next_slot_ + 1;  // == *id % ring_.size()
+  FrRecord* slot = &ring_[next_slot_];
   if (slot->id != 0 && slot->state == FrState::kPosted) --posted_;
   *slot = FrRecord();
   slot->id = *id;
-  slot->enqueue_ns = steady_ns();
-  slot->enqueue_wall_us = wall_offset_us_ + slot->enqueue_ns / 1000;
+  slot->enqueue_ns = now_ns;
+  slot->enqueue_wall_us = wall_offset_us_ + now_ns / 1000;
   return slot;
 }
 
@@ -224,7 +225,7 @@ uint64_t FlightRecorder::post(const transport::OpDesc& desc, int peer) {
   if (ring_.empty()) return 0;
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t id;
-  FrRecord* slot = slot_for_new(&id);
+  FrRecord* slot = slot_for_new(&id, steady_ns());
   fill(slot, desc, peer, -1);
   ++posted_;
   return id;
@@ -232,40 +233,51 @@ uint64_t FlightRecorder::post(const transport::OpDesc& desc, int peer) {
 
 uint64_t FlightRecorder::start(const transport::OpDesc& desc, int peer, int kind) {
   if (ring_.empty()) return 0;
+  return start_at(desc, peer, kind, steady_ns());
+}
+
+uint64_t FlightRecorder::start_at(const transport::OpDesc& desc, int peer, int kind, int64_t now_ns) {
+  if (ring_.empty()) return 0;
   std::lock_guard<std::mutex> lock(mutex_);
   if (posted_ > 0 && desc.seq != 0) {
     for (FrRecord& r : ring_) {
       if (r.id != 0 && r.state == FrState::kPosted && r.seq == desc.seq) {
         r.state = FrState::kRunning;
-        r.start_ns = steady_ns();
+        r.start_ns = now_ns;
         --posted_;
+        started_id_ = r.id;
+        started_slot_ = static_cast<size_t>(&r - ring_.data());
         return r.id;
       }
     }
   }
   uint64_t id;
-  FrRecord* slot = slot_for_new(&id);
+  FrRecord* slot = slot_for_new(&id, now_ns);
   fill(slot, desc, peer, kind);
   slot->state = FrState::kRunning;
-  slot->start_ns = slot->enqueue_ns;
+  slot->start_ns = now_ns;
+  started_id_ = id;
+  started_slot_ = next_slot_;
   return id;
 }
 
 void FlightRecorder::end(uint64_t id, collx_status_t status) {
   if (id == 0 || ring_.empty()) return;
+  const int64_t now = steady_ns();  // read outside the lock
   FrRecord copy;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    FrRecord& r = ring_[static_cast<size_t>(id % ring_.size())];
+    FrRecord& r = ring_[id == started_id_ ? started_slot_ : static_cast<size_t>(id % ring_.size())];
     if (r.id != id) return;  // overwritten by newer operations
     if (r.state == FrState::kPosted) --posted_;
     r.state = status == COLLX_OK ? FrState::kCompleted : FrState::kFailed;
     r.status = status;
-    r.end_ns = steady_ns();
+    r.end_ns = now;
     if (r.start_ns == 0) r.start_ns = r.end_ns;
+    if (!trace_) return;  // the copy is only for the trace
     copy = r;
   }
-  if (trace_) trace_->add(name_, copy, transport_.c_str());
+  trace_->add(name_, copy, transport_.c_str());
 }
 
 std::vector<FrRecord> FlightRecorder::snapshot() const {

@@ -58,6 +58,9 @@ class FlightRecorder {
   // one, else a new record. Returns the record id.
   // `kind` >= 0 overrides desc.kind (a receive's desc says send: both sides describe one message).
   uint64_t start(const transport::OpDesc& desc, int peer, int kind = -1);
+  // The same with the start time given (steady clock, ns since its epoch): a caller that
+  // already read the clock for the call's deadline reuses that reading.
+  uint64_t start_at(const transport::OpDesc& desc, int peer, int kind, int64_t now_ns);
   // Ends record `id` (no-op when it was overwritten meanwhile or id is 0).
   void end(uint64_t id, collx_status_t status);
 
@@ -68,6 +71,8 @@ class FlightRecorder {
   // Unregister (called by destroy; also by the destructor) and flush the trace.
   void close();
 
+  // False when COLLX_FR_SIZE=0: nothing is recorded (and no clock needs reading for it).
+  bool enabled() const { return !ring_.empty(); }
   const std::string& dump_dir() const { return dump_dir_; }
   int world_rank() const { return world_rank_; }
   // Dump of the whole process into dump_dir(); a failure is only logged.
@@ -76,11 +81,16 @@ class FlightRecorder {
   void flush_trace();
 
  private:
-  FrRecord* slot_for_new(uint64_t* id);
+  FrRecord* slot_for_new(uint64_t* id, int64_t now_ns);
 
   mutable std::mutex mutex_;
   std::vector<FrRecord> ring_;  // empty: disabled
   uint64_t next_id_ = 0;
+  // Slot of next_id_ (next_id_ % ring size, kept without a division), and the slot of the
+  // record start*() returned last: end() of that record, the usual case, finds it without one.
+  size_t next_slot_ = 0;
+  uint64_t started_id_ = 0;
+  size_t started_slot_ = 0;
   int posted_ = 0;
   // Wall clock minus steady clock (µs) at init: a record's wall time without a second clock read.
   int64_t wall_offset_us_ = 0;  // records in state posted (start() only searches when > 0)

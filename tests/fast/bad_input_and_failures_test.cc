@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -84,6 +85,23 @@ TEST(BadInput, EachBadArgumentIsNamedAndTheCommunicatorStaysUsable) {
     EXPECT_EQ(async_error, COLLX_OK) << "an invalid argument must not poison the communicator";
   }
   expect_usable(world);
+}
+
+TEST(BadInput, ZeroCopyAllocationsRejectBadSizesAndForeignOrFreedPointers) {
+  void* p = nullptr;
+  EXPECT_EQ(collx_mem_alloc(0, &p), COLLX_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(collx_last_error(nullptr)).find("collx_mem_alloc: bytes is 0"), std::string::npos)
+      << collx_last_error(nullptr);
+  EXPECT_EQ(collx_mem_alloc(100, nullptr), COLLX_ERR_INVALID_ARG);
+  ASSERT_EQ(collx_mem_alloc(100, &p), COLLX_OK);
+  std::memset(p, 7, 100);
+  int on_stack = 0;
+  EXPECT_EQ(collx_mem_free(&on_stack), COLLX_ERR_INVALID_ARG);
+  EXPECT_EQ(collx_mem_free(p), COLLX_OK);
+  EXPECT_EQ(collx_mem_free(p), COLLX_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(collx_last_error(nullptr)).find("not memory from collx_mem_alloc"), std::string::npos)
+      << collx_last_error(nullptr);
+  EXPECT_EQ(collx_mem_free(nullptr), COLLX_OK);
 }
 
 TEST(Mismatch, DifferentCountsFailBothRanksNamingBothCalls) {

@@ -4,6 +4,7 @@
 // so deadlines, dead peers, poison and abort reach them the same way.
 #include <errno.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
 
@@ -24,9 +25,8 @@ uint8_t* ShmEngine::board(int rank, int parity) {
 
 void ShmEngine::publish(Counter counter, uint64_t value, const OpDesc& desc) {
   BoardCounter& c = own_->board_header()->counters[counter];
-  BoardStamp& stamp = c.stamp[value & 1];
-  stamp.value = value;
-  stamp.desc = desc;
+  c.stamp_desc[value & 1] = desc;
+  c.stamp_value[value & 1] = static_cast<uint32_t>(value);
   // seq_cst pairs with a sleeping peer's seq_cst sleepers increment (idle_wait): either we
   // see it asleep and wake it, or it sees this value before it sleeps.
   c.value.store(value, std::memory_order_seq_cst);
@@ -39,12 +39,25 @@ void ShmEngine::publish(Counter counter, uint64_t value, const OpDesc& desc) {
   if (own_header_->sleepers.load(std::memory_order_seq_cst) > 0) notify_segment(own_header_);
 }
 
+void ShmEngine::publish_inline(uint64_t round, const OpDesc& desc, const void* data, size_t bytes) {
+  InlineSlot& slot = own_->board_header()->inline_slots[round & 1];
+  std::memcpy(slot.data, data, std::min(bytes, sizeof slot.data));
+  slot.desc = desc;
+  slot.round.store(round, std::memory_order_release);
+  publish(kArrived, round, desc);
+}
+
+const uint8_t* ShmEngine::inline_payload(int rank, uint64_t round, const OpDesc& desc) const {
+  const InlineSlot& slot = board_header_of(rank)->inline_slots[round & 1];
+  if (slot.round.load(std::memory_order_acquire) != round || slot.desc != desc) return nullptr;
+  return slot.data;
+}
+
 bool ShmEngine::reached(int peer, Counter counter, uint64_t value, const OpDesc* desc) const {
   const BoardCounter& c = board_header_of(peer)->counters[counter];
   if (c.value.load(std::memory_order_acquire) < value) return false;
   if (desc == nullptr) return true;
-  const BoardStamp& stamp = c.stamp[value & 1];
-  return stamp.value == value && stamp.desc == *desc;
+  return c.stamped(value) && c.stamp_of(value) == *desc;
 }
 
 Status ShmEngine::post_wait(Request* req, int peer, Counter counter, uint64_t value, const OpDesc* desc) {
@@ -90,13 +103,13 @@ bool ShmEngine::poll_board_waits(Peer& p) {
       // The stamp of an exact value cannot change until we publish progress past it; a
       // stamp of another value means the peer skipped rounds, which only a peer running
       // other collectives than ours does.
-      const BoardStamp& stamp = c.stamp[wait->value & 1];
-      if (stamp.value != wait->value || stamp.desc != wait->desc) {
+      const bool stamped = c.stamped(wait->value);
+      if (!stamped || c.stamp_of(wait->value) != wait->desc) {
         status = make_status(COLLX_ERR_MISMATCH,
                              "rank %d is running %s in shared memory but rank %d reached that round (%" PRIu64
                              ") running %s",
                              rank_, transport::describe_desc(describe_fn_, wait->desc).c_str(), p.rank, wait->value,
-                             stamp.value == wait->value ? transport::describe_desc(describe_fn_, stamp.desc).c_str()
+                             stamped ? transport::describe_desc(describe_fn_, c.stamp_of(wait->value)).c_str()
                                                         : "another collective");
       }
     }

@@ -3,6 +3,10 @@
 // peer that publishes for another operation is a mismatch, and poison ends a wait.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
+#include "transports/shm/shm_memory.h"
 #include "transports/shm/shm_test_util.h"
 
 namespace collx {
@@ -133,6 +137,51 @@ TEST(ShmBoards, ACancelledWaitIsForgotten) {
     EXPECT_EQ(req.status().code(), COLLX_ERR_ABORTED);
     EXPECT_TRUE(t->health().ok());
     EXPECT_EQ(t->shared_boards()->post_wait(&req, 7, SharedBoards::kArrived, 1, nullptr).code(), COLLX_ERR_INVALID_ARG);
+    t->close(Deadline::after_ms(5000));
+  });
+}
+
+TEST(ShmBoards, PeersMapAZeroCopyBufferInPlaceAndCopyAnOrdinaryOne) {
+  run_job(3, [](int rank, transport::Transport* t) {
+    SharedBoards* boards = t->shared_boards();
+    if (!boards->can_read_peers()) GTEST_SKIP() << "no cross-memory attach here";
+    constexpr size_t kWords = 20000;
+    void* shared = nullptr;
+    ASSERT_TRUE(shm::allocate_shared_memory(kWords * 8, &shared, nullptr).ok());
+    std::vector<uint64_t> ordinary(kWords);
+    auto* words = static_cast<uint64_t*>(shared);
+    for (size_t i = 0; i < kWords; ++i) words[i] = ordinary[i] = rank * 1000000ull + i;
+    const SharedBoards::BufferNote notes[2] = {boards->describe_buffer(shared, kWords * 8),
+                                               boards->describe_buffer(ordinary.data(), kWords * 8)};
+    EXPECT_NE(notes[0].region_id, 0u);
+    EXPECT_EQ(notes[1].region_id, 0u);
+    std::memcpy(boards->board(rank, 1), notes, sizeof notes);
+    const OpDesc desc = op(1);
+    boards->publish(SharedBoards::kArrived, 1, desc);
+    for (int peer = 0; peer < 3; ++peer) {
+      if (peer == rank) continue;
+      ASSERT_TRUE(wait_for(t, peer, SharedBoards::kArrived, 1, &desc, 10000).ok());
+      SharedBoards::BufferNote theirs[2];
+      std::memcpy(theirs, boards->board(peer, 1), sizeof theirs);
+      const uint64_t at = theirs[0].address + 100 * 8;
+      const uint8_t* mapped = boards->map_peer(peer, theirs[0], at, 500 * 8);
+      ASSERT_NE(mapped, nullptr);
+      uint64_t first = 0;
+      std::memcpy(&first, mapped, 8);
+      EXPECT_EQ(first, peer * 1000000ull + 100);
+      EXPECT_EQ(boards->map_peer(peer, theirs[0], at, 500 * 8), mapped) << "the mapping is cached";
+      EXPECT_EQ(boards->map_peer(peer, theirs[0], theirs[0].address + kWords * 8, 4096 * 4), nullptr)
+          << "past the region's end";
+      EXPECT_EQ(boards->map_peer(peer, theirs[1], theirs[1].address, 8), nullptr) << "ordinary memory";
+      uint64_t copied = 0;
+      ASSERT_TRUE(boards->read_peer(peer, theirs[1].address + 8 * 7, &copied, 8).ok());
+      EXPECT_EQ(copied, peer * 1000000ull + 7);
+    }
+    boards->publish(SharedBoards::kDone, 1, desc);
+    for (int peer = 0; peer < 3; ++peer) {
+      if (peer != rank) ASSERT_TRUE(wait_for(t, peer, SharedBoards::kDone, 1, &desc, 10000).ok());
+    }
+    EXPECT_TRUE(shm::free_shared_memory(shared).ok());
     t->close(Deadline::after_ms(5000));
   });
 }

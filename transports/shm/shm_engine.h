@@ -23,6 +23,7 @@
 #include "transports/common/engine_overrides.h"
 #include "transports/common/wait_driver.h"
 #include "transports/shm/shm_liveness.h"
+#include "transports/shm/shm_memory.h"
 #include "transports/shm/shm_ring.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_transport.h"
@@ -90,6 +91,10 @@ struct Peer {
   std::unordered_map<uint64_t, std::deque<Request*>> posted;
   std::unordered_map<uint64_t, std::deque<InMsg*>> unexpected;
   std::vector<Request*> board_waits;  // SharedBoards::post_wait on this peer's counters
+  // Its zero-copy buffers mapped here (SharedBoards::map_peer), under ShmEngine::maps_mu_.
+  std::vector<MappedRegion> maps;
+  size_t next_map_victim = 0;
+  bool maps_refused = false;  // the kernel refused to open its memory files: stop trying
   bool paused_budget = false;   // head of in_data is an announcement the budget cannot hold
   bool draining = false;        // it left: read all it sent, budget or not
   bool departed = false;
@@ -126,6 +131,10 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   Status post_wait(Request* req, int peer, Counter counter, uint64_t value, const OpDesc* desc) override;
   bool can_read_peers() const override { return peer_reads_; }
   Status read_peer(int peer, uint64_t remote, void* local, size_t bytes) override;
+  BufferNote describe_buffer(const void* p, size_t bytes) const override;
+  void publish_inline(uint64_t round, const OpDesc& desc, const void* data, size_t bytes) override;
+  const uint8_t* inline_payload(int rank, uint64_t round, const OpDesc& desc) const override;
+  const uint8_t* map_peer(int peer, const BufferNote& note, uint64_t remote, size_t bytes) override;
   // Reads 8 bytes of every peer's segment header in the peer's process: true when
   // cross-memory attach works towards every peer (create_shm_transport agrees on it).
   bool probe_peer_reads();
@@ -194,6 +203,7 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   std::atomic<bool> aborted_{false};
 
   mutable std::mutex mu_;
+  std::mutex maps_mu_;  // Peer::maps (never held with mu_)
   std::condition_variable cv_;
   bool driving_ = false;
   uint64_t completions_ = 0;

@@ -21,7 +21,7 @@ namespace collx {
 namespace shm {
 
 constexpr uint64_t kSegmentMagic = 0x636f6c6c78534d31ull;  // "collxSM1"
-constexpr uint32_t kSegmentVersion = 2;  // 2: shared boards
+constexpr uint32_t kSegmentVersion = 3;  // 2: shared boards; 3: one line per board counter
 constexpr uint32_t kCellBytes = 4096;                        // one ring cell, header included
 constexpr uint32_t kDataCells = 32;                          // per sender: 128 KiB in flight
 constexpr uint32_t kCtrlCells = 8;                           // per sender: ACK / SEND_CHUNKS
@@ -57,18 +57,28 @@ struct alignas(64) SegmentHeader {
 };
 
 // The counters of this rank's shared board (transport::SharedBoards), each with the value
-// and operation of its last two publications: a peer checking value v reads stamp[v & 1],
-// which the owner cannot overwrite before that peer published its own progress past v.
-struct BoardStamp {
-  uint64_t value;
-  transport::OpDesc desc;
-};
+// and operation of its last two publications: a peer checking value v reads the stamp
+// v & 1, which the owner cannot overwrite before that peer published its own progress past
+// v. One cache line per counter: a peer's check is a single line hand-off.
 struct alignas(64) BoardCounter {
   std::atomic<uint64_t> value;
-  BoardStamp stamp[2];
+  transport::OpDesc stamp_desc[2];
+  uint32_t stamp_value[2];  // low 32 bits of the value each stamp is for
+  bool stamped(uint64_t v) const { return stamp_value[v & 1] == static_cast<uint32_t>(v); }
+  const transport::OpDesc& stamp_of(uint64_t v) const { return stamp_desc[v & 1]; }
 };
+static_assert(sizeof(BoardCounter) == 64, "a board counter is one cache line");
+// A tiny payload published with its round and operation in one cache line
+// (SharedBoards::publish_inline): a peer's check and its read are one hand-off.
+struct alignas(64) InlineSlot {
+  std::atomic<uint64_t> round;
+  transport::OpDesc desc;
+  uint8_t data[transport::SharedBoards::kInlineBytes];
+};
+static_assert(sizeof(InlineSlot) == 64, "an inline slot is one cache line");
 struct alignas(64) BoardHeader {
   BoardCounter counters[transport::SharedBoards::kNumCounters];
+  InlineSlot inline_slots[2];  // by round parity, reused as the board halves are
   // The collective this rank runs now or ran last, as a seqlock (version odd while it is
   // written; the words are the OpDesc's bytes): a peer waiting for something this rank will
   // never do (a message, a board counter) compares it with its own and reports the mismatch
