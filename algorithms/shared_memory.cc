@@ -459,25 +459,27 @@ Status SharedCollective::allgather_direct() {
   return finish_direct_round(meeting, round);
 }
 
-Status allreduce_shared_memory(const Context& ctx, const CollArgs& args) {
+namespace {
+// Checks and unpacks the call, then runs `schedule` unless this rank is alone (its result is
+// then a local copy, made by start()).
+Status run_shared(const Context& ctx, const CollArgs& args, bool reduces, Status (SharedCollective::*schedule)()) {
   SharedCollective collective(ctx, args);
   bool alone = false;
-  COLLX_RETURN_IF_ERROR(collective.start(/*reduces=*/true, args.count, &alone));
-  return alone ? Status::Ok() : collective.allreduce();
+  COLLX_RETURN_IF_ERROR(collective.start(reduces, args.count, &alone));
+  return alone ? Status::Ok() : (collective.*schedule)();
+}
+}  // namespace
+
+Status allreduce_shared_memory(const Context& ctx, const CollArgs& args) {
+  return run_shared(ctx, args, /*reduces=*/true, &SharedCollective::allreduce);
 }
 
 Status reduce_scatter_shared_memory(const Context& ctx, const CollArgs& args) {
-  SharedCollective collective(ctx, args);
-  bool alone = false;
-  COLLX_RETURN_IF_ERROR(collective.start(/*reduces=*/true, args.count, &alone));
-  return alone ? Status::Ok() : collective.reduce_scatter();
+  return run_shared(ctx, args, /*reduces=*/true, &SharedCollective::reduce_scatter);
 }
 
 Status allgather_shared_memory(const Context& ctx, const CollArgs& args) {
-  SharedCollective collective(ctx, args);
-  bool alone = false;
-  COLLX_RETURN_IF_ERROR(collective.start(/*reduces=*/false, args.count, &alone));
-  return alone ? Status::Ok() : collective.allgather();
+  return run_shared(ctx, args, /*reduces=*/false, &SharedCollective::allgather);
 }
 
 }  // namespace algo

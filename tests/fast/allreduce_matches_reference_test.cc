@@ -12,9 +12,8 @@ TEST_P(AllreduceSweep, EveryCaseMatchesReference) {
   ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
   ASSERT_TRUE(world.ok()) << world.error();
   std::vector<CollCase> cases;
-  std::vector<collx_algorithm_t> algorithms = {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING,
-                                               COLLX_ALGO_RABENSEIFNER};
-  if (GetParam().transport.name == "shm") algorithms.push_back(COLLX_ALGO_SHARED_MEMORY);
+  const std::vector<collx_algorithm_t> algorithms = with_shared_memory_on_shm(
+      GetParam().transport.name, {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING, COLLX_ALGO_RABENSEIFNER});
   for (size_t count : sweep_counts())
     for (collx_datatype_t dt : sweep_datatypes())
       for (collx_op_t op : sweep_ops())

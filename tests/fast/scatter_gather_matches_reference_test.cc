@@ -9,8 +9,7 @@ namespace {
 class ScatterGatherSweep : public ::testing::TestWithParam<SweepWorld> {
  protected:
   std::vector<collx_algorithm_t> algorithms() const {
-    if (GetParam().transport.name == "shm") return {COLLX_ALGO_RING, COLLX_ALGO_SHARED_MEMORY};
-    return {COLLX_ALGO_RING};
+    return with_shared_memory_on_shm(GetParam().transport.name, {COLLX_ALGO_RING});
   }
 };
 

@@ -2,7 +2,6 @@
 // bootstrapped through the TCP store that rank 0 hosts.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <vector>
 
 #include "tests/support/process_ranks.h"
@@ -18,14 +17,11 @@ namespace {
 int run_every_collective(int rank, int size, collx_comm_t comm) {
   const char* transport = "";
   COLLX_CHILD_CHECK(collx_comm_transport(comm, &transport) == COLLX_OK, "collx_comm_transport");
-  const bool shm = std::strcmp(transport, "shm") == 0;
-  std::vector<collx_algorithm_t> allreduce_algorithms = {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING};
+  const std::vector<collx_algorithm_t> allreduce_algorithms =
+      with_shared_memory_on_shm(transport, {COLLX_ALGO_RING, COLLX_ALGO_RECURSIVE_DOUBLING});
   // Reduce-scatter and all-gather: the automatic choice, and shared memory where it exists.
-  std::vector<collx_algorithm_t> scatter_gather_algorithms = {COLLX_ALGO_AUTO};
-  if (shm) {
-    allreduce_algorithms.push_back(COLLX_ALGO_SHARED_MEMORY);
-    scatter_gather_algorithms.push_back(COLLX_ALGO_SHARED_MEMORY);
-  }
+  const std::vector<collx_algorithm_t> scatter_gather_algorithms =
+      with_shared_memory_on_shm(transport, {COLLX_ALGO_AUTO});
   for (size_t count : {size_t{0}, size_t{1}, size_t{1000}, size_t{300000}}) {
     for (collx_datatype_t dt : {COLLX_FLOAT32, COLLX_INT64, COLLX_BFLOAT16}) {
       const size_t elem = collx_datatype_size(dt);

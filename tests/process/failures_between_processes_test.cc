@@ -37,6 +37,10 @@ TEST(KilledRankInSharedMemory, EverySurvivorOfASharedMemoryAllreduceGetsARemoteE
   expect_survivors_see_killed_rank(COLLX_TRANSPORT_SHM, COLLX_ALGO_SHARED_MEMORY);
 }
 
+TEST(KilledRankInSharedMemory, EverySurvivorReadingItsZeroCopyBufferGetsARemoteErrorWithinTwoSeconds) {
+  expect_survivors_see_killed_rank(COLLX_TRANSPORT_SHM, COLLX_ALGO_SHARED_MEMORY, /*zero_copy=*/true);
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryTransport, KilledRank, ::testing::ValuesIn(transports_under_test()), TransportName());
 
 TEST(Mismatch, DifferentDatatypesBetweenProcessesFailBothWithMismatch) {

@@ -17,6 +17,7 @@
 
 #include "tests/support/process_ranks.h"
 #include "tests/support/scoped_env.h"
+#include "tests/support/skipped_collective.h"
 #include "tests/support/temp_dir.h"
 
 namespace collx {
@@ -51,33 +52,21 @@ std::string run_and_read(const std::string& command, int* exit_code) {
 TEST(FlightRecorder, PeersOfARankThatSkipsACollectiveDumpOnTimeoutAndTheReportNamesIt) {
   const std::string dir = temp_dir();
   ASSERT_FALSE(dir.empty());
-  ScopedEnv fr_dir("COLLX_FR_DIR", dir);
-  auto results = run_comm_processes(
-      3, 60000,
-      [&dir](int rank, int, collx_comm_t comm) {
-        std::vector<float> buf(1000, 1.0f);
-        collx_status_t rc = collx_allreduce(buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM, comm, nullptr);
-        COLLX_CHILD_CHECK(rc == COLLX_OK, "first allreduce: %s", collx_last_error(comm));
-        if (rank == 2) {
-          // Skips the second all-reduce, and stays (leaving would fail its peers with "rank 2
-          // left" instead of a timeout) until both peers wrote their dumps; then dumps on demand.
-          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-          while (!(exists(dir + "/rank0.json") && exists(dir + "/rank1.json")) &&
-                 std::chrono::steady_clock::now() < give_up) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-          }
-          rc = collx_comm_dump_flight_record(comm, nullptr);
-          COLLX_CHILD_CHECK(rc == COLLX_OK, "dump: %s", collx_last_error(comm));
-          return 0;
-        }
-        rc = collx_allreduce(buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM, comm, nullptr);
-        // Its own timeout, or the other waiting rank's, whichever comes first (both dump).
-        COLLX_CHILD_CHECK(rc == COLLX_ERR_TIMEOUT ||
-                              (rc == COLLX_ERR_REMOTE && std::strstr(collx_last_error(comm), "COLLX_ERR_TIMEOUT")),
-                          "second allreduce: %s (%s)", collx_status_name(rc), collx_last_error(comm));
-        return 0;
-      },
-      /*comm_timeout_ms=*/1500);
+  SkippedCollective scenario;
+  scenario.fr_dir = dir;
+  scenario.comm_timeout_ms = 1500;
+  // Rank 2 stays until both peers wrote their dumps; then dumps on demand.
+  scenario.skipper_waits_for = {0, 1};
+  scenario.skipper_gives_up_after_s = 30;
+  scenario.skipper_dumps = true;
+  scenario.check_waiting_rank = [](int, collx_status_t rc, collx_comm_t comm) {
+    // Its own timeout, or the other waiting rank's, whichever comes first (both dump).
+    COLLX_CHILD_CHECK(rc == COLLX_ERR_TIMEOUT ||
+                          (rc == COLLX_ERR_REMOTE && std::strstr(collx_last_error(comm), "COLLX_ERR_TIMEOUT")),
+                      "second allreduce: %s (%s)", collx_status_name(rc), collx_last_error(comm));
+    return 0;
+  };
+  auto results = run_skipped_collective(scenario);
   for (const RankResult& r : results) ASSERT_EQ(r.exit_code, 0) << describe(results);
   for (int r = 0; r < 3; ++r) EXPECT_TRUE(exists(dir + "/rank" + std::to_string(r) + ".json")) << r;
 

@@ -17,6 +17,7 @@
 
 #include "tests/support/process_ranks.h"
 #include "tests/support/scoped_env.h"
+#include "tests/support/skipped_collective.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/transports_under_test.h"
 
@@ -40,37 +41,26 @@ class RemoteCause : public ::testing::TestWithParam<TransportUnderTest> {};
 TEST_P(RemoteCause, APeersTimeoutMakesARankWithinItsDeadlineDump) {
   const std::string dir = temp_dir();
   ASSERT_FALSE(dir.empty());
-  ScopedEnv fr_dir("COLLX_FR_DIR", dir);
-  auto results = run_comm_processes(
-      3, 60000,
-      [&dir](int rank, int, collx_comm_t comm) {
-        std::vector<float> buf(1000, 1.0f);
-        collx_status_t rc = collx_allreduce(buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM, comm, nullptr);
-        COLLX_CHILD_CHECK(rc == COLLX_OK, "first allreduce: %s", collx_last_error(comm));
-        if (rank == 2) {
-          // Skips the second all-reduce and stays (leaving would be a different failure)
-          // until rank 1 dumped, or long enough for the check below to fail.
-          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-          while (!exists(dir + "/rank1.json") && std::chrono::steady_clock::now() < give_up) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-          }
-          return 0;
-        }
-        collx_opts_t opts;
-        collx_opts_init(&opts, sizeof opts);
-        if (rank == 0) opts.timeout_ms = 500;  // times out first; rank 1 has 30 s
-        rc = collx_allreduce(buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM, comm, &opts);
-        if (rank == 0) {
-          COLLX_CHILD_CHECK(rc == COLLX_ERR_TIMEOUT, "rank 0: %s (%s)", collx_status_name(rc), collx_last_error(comm));
-        } else {
-          COLLX_CHILD_CHECK(rc == COLLX_ERR_REMOTE, "rank 1: %s (%s)", collx_status_name(rc), collx_last_error(comm));
-          // The dump is written by the failing call itself, before it returns.
-          COLLX_CHILD_CHECK(exists(dir + "/rank1.json"), "rank 1 did not dump after rank 0's timeout: %s",
-                            collx_last_error(comm));
-        }
-        return 0;
-      },
-      /*comm_timeout_ms=*/30000, GetParam().mask);
+  SkippedCollective scenario;
+  scenario.fr_dir = dir;
+  scenario.comm_timeout_ms = 30000;
+  scenario.transports = GetParam().mask;
+  scenario.rank0_timeout_ms = 500;  // times out first; rank 1 has 30 s
+  // Rank 2 stays until rank 1 dumped, or long enough for the check below to fail.
+  scenario.skipper_waits_for = {1};
+  scenario.skipper_gives_up_after_s = 20;
+  scenario.check_waiting_rank = [&dir](int rank, collx_status_t rc, collx_comm_t comm) {
+    if (rank == 0) {
+      COLLX_CHILD_CHECK(rc == COLLX_ERR_TIMEOUT, "rank 0: %s (%s)", collx_status_name(rc), collx_last_error(comm));
+    } else {
+      COLLX_CHILD_CHECK(rc == COLLX_ERR_REMOTE, "rank 1: %s (%s)", collx_status_name(rc), collx_last_error(comm));
+      // The dump is written by the failing call itself, before it returns.
+      COLLX_CHILD_CHECK(exists(dir + "/rank1.json"), "rank 1 did not dump after rank 0's timeout: %s",
+                        collx_last_error(comm));
+    }
+    return 0;
+  };
+  auto results = run_skipped_collective(scenario);
   for (const RankResult& r : results) ASSERT_EQ(r.exit_code, 0) << describe(results);
   EXPECT_TRUE(exists(dir + "/rank0.json"));
   EXPECT_TRUE(exists(dir + "/rank1.json"));

@@ -44,8 +44,9 @@ inline std::string shm_objects_of(pid_t pid) {
 
 // Rank 3 of 4 dies (SIGKILL) at the start of its fourth all-reduce of 16 MiB, `algorithm`
 // over the transports of `mask`: every survivor must fail with COLLX_ERR_REMOTE naming rank 3
-// within 2 s, and /dev/shm must hold nothing of any rank afterwards.
-inline void expect_survivors_see_killed_rank(uint32_t mask, collx_algorithm_t algorithm) {
+// within 2 s, and /dev/shm must hold nothing of any rank afterwards. With zero_copy the
+// buffers come from collx_mem_alloc (peers have them mapped when the rank dies).
+inline void expect_survivors_see_killed_rank(uint32_t mask, collx_algorithm_t algorithm, bool zero_copy = false) {
   // Shared with the children: when rank 3 died, and what each survivor saw.
   struct Shared {
     int64_t killed_at_us;
@@ -60,9 +61,17 @@ inline void expect_survivors_see_killed_rank(uint32_t mask, collx_algorithm_t al
   std::memset(shared, 0, sizeof *shared);
   auto results = run_comm_processes(
       4, 60000,
-      [shared, algorithm](int rank, int, collx_comm_t comm) {
+      [shared, algorithm, zero_copy](int rank, int, collx_comm_t comm) {
         shared->pids[rank] = getpid();
-        std::vector<float> buf(4 << 20, 1.0f);  // 16 MiB: the kill lands mid-transfer
+        constexpr size_t kCount = 4 << 20;  // 16 MiB: the kill lands mid-transfer
+        std::vector<float> heap(zero_copy ? 0 : kCount, 1.0f);
+        float* data = heap.data();
+        if (zero_copy) {
+          void* p = nullptr;
+          if (collx_mem_alloc(kCount * sizeof(float), &p) != COLLX_OK) return 2;
+          data = static_cast<float*>(p);
+          for (size_t i = 0; i < kCount; ++i) data[i] = 1.0f;
+        }
         collx_opts_t opts;
         collx_opts_init(&opts, sizeof opts);
         opts.algorithm = algorithm;
@@ -71,7 +80,7 @@ inline void expect_survivors_see_killed_rank(uint32_t mask, collx_algorithm_t al
             shared->killed_at_us = now_us();
             raise(SIGKILL);
           }
-          collx_status_t rc = collx_allreduce(buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM, comm, &opts);
+          collx_status_t rc = collx_allreduce(data, data, kCount, COLLX_FLOAT32, COLLX_SUM, comm, &opts);
           if (rc != COLLX_OK) {
             shared->failed_at_us[rank] = now_us();
             shared->code[rank] = rc;

@@ -20,6 +20,16 @@ struct TransportUnderTest {
 
 std::vector<TransportUnderTest> transports_under_test();
 
+// The algorithms to run on a communicator over `transport` ("tcp", "shm", "ucx"): `base`,
+// plus COLLX_ALGO_SHARED_MEMORY when the transport is shm (the only one it runs over). The
+// fast and process sweeps take their algorithm lists from here, so shared memory is swept
+// wherever it can run.
+inline std::vector<collx_algorithm_t> with_shared_memory_on_shm(const std::string& transport,
+                                                                std::vector<collx_algorithm_t> base) {
+  if (transport == "shm") base.push_back(COLLX_ALGO_SHARED_MEMORY);
+  return base;
+}
+
 // For INSTANTIATE_TEST_SUITE_P(..., ::testing::ValuesIn(transports_under_test()), transport_name).
 struct TransportName {
   template <class Info>
