@@ -160,7 +160,9 @@ typedef enum collx_mem_kind {
  *  - Threads: both are thread-safe and need no communicator; after an error,
  *    collx_last_error(NULL) on the calling thread says what was wrong.
  *  - Who may map: peers need the permission that cross-memory attach needs (same user, ptrace
- *    allowed); without it they copy, as for ordinary memory. */
+ *    allowed); without it they copy, as for ordinary memory.
+ *  - Cost: each allocation holds one file descriptor until it is freed; where the process is
+ *    out of descriptors the memory is private (as above). Pages are 4 KiB (no huge pages). */
 COLLX_API collx_status_t collx_mem_alloc(size_t bytes, void** ptr);
 COLLX_API collx_status_t collx_mem_free(void* ptr);
 

@@ -65,6 +65,14 @@ def worker():
             expect("allreduce float32 send untouched", send,
                    [rank + 1 + (i % 64) * 0.5 for i in range(n)])
 
+            # Zero-copy buffers: peers on this host read them in place (from 64 KiB per peer).
+            zc = collx.mem_alloc(4 * n).cast("f")
+            for i in range(n):
+                zc[i] = rank + 1 + (i % 64) * 0.5
+            comm.allreduce(zc, algorithm=algorithm)
+            expect("allreduce float32 zero-copy n=%d" % n, zc, want)
+            del zc
+
             # int64 beyond 32 bits.
             base = 1 << 40
             want64 = [sum(base + r * 7 + i for r in ranks) for i in range(n)]

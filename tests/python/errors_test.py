@@ -95,6 +95,11 @@ def test_single_rank():
     raises(collx.InvalidArgument, lambda: comm.allreduce(memoryview(array.array("f", [1, 2, 3, 4]))[::2]),
            "contiguous")
     raises(collx.InvalidArgument, lambda: comm.allreduce(12345), "buffer protocol")
+    raises(collx.InvalidArgument, lambda: collx.mem_alloc(0), "collx_mem_alloc", "bytes is 0")
+    zc = collx.mem_alloc(12).cast("f")
+    check(list(zc) == [0.0, 0.0, 0.0], "mem_alloc memory is not zero-filled: %r" % list(zc))
+    zc[1] = 2.5
+    check(comm.allreduce(zc) is zc and list(zc) == [0.0, 2.5, 0.0], "allreduce on mem_alloc memory")
 
     # An InvalidArgument from the C library itself (root out of range), with
     # collx_last_error(comm)'s message; the communicator stays usable afterwards.

@@ -61,6 +61,8 @@ _PROTOTYPES = {
     "collx_get_version": (c_status, [P(ctypes.c_int), P(ctypes.c_int), P(ctypes.c_int)]),
     "collx_get_version_string": (ctypes.c_char_p, []),
     "collx_status_name": (ctypes.c_char_p, [c_status]),
+    "collx_mem_alloc": (c_status, [_sz, P(_vp)]),
+    "collx_mem_free": (c_status, [_vp]),
     "collx_status_string": (ctypes.c_char_p, [c_status]),
     "collx_last_error": (ctypes.c_char_p, [c_comm]),
     "collx_datatype_name": (ctypes.c_char_p, [c_enum]),
