@@ -178,7 +178,6 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void fail(const Status& status);
   Status unusable() const;
   std::string context_of(const transport::OpDesc& desc) const;
-  int64_t timeout_for(int64_t call_timeout_ms) const;  // the call's, else the communicator's (< 0: none)
   Deadline deadline_for(int64_t call_timeout_ms) const;
   Status wait_p2p(RequestImpl* request, Deadline wait_deadline);
 
@@ -208,9 +207,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
     collx_algorithm_t algorithm = COLLX_ALGO_AUTO;
   };
   mutable LastChoice last_choice_;
-  // The last call validate() accepted, as it saw it: a repeat skips validation. Same
-  // single-thread rule as last_choice_.
-  struct LastValidated {
+  // The last call prepare() accepted, as validate() saw it, and its algorithm: a repeat
+  // skips validation and choice. Same single-thread rule as last_choice_.
+  struct LastCall {
     bool valid = false;
     collx_coll_t coll = COLLX_COLL_ALLREDUCE;
     const void* sendbuf = nullptr;
@@ -218,8 +217,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
     size_t count = 0;
     int32_t datatype = 0, op = 0, algorithm = 0;
     int root = 0, peer = 0, tag = 0, mem_kind = 0;
+    collx_algorithm_t chosen = COLLX_ALGO_AUTO;
   };
-  mutable LastValidated last_validated_;
+  mutable LastCall last_call_;
   uint64_t coll_seq_ = 0;       // last sequence number handed out
   uint64_t children_ = 0;       // split/dup counter (prefixes of children)
   uint64_t shrinks_ = 0;        // shrink counter (prefixes of shrink agreements)

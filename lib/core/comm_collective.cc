@@ -11,12 +11,8 @@
 
 namespace collx {
 
-int64_t Communicator::timeout_for(int64_t call_timeout_ms) const {
-  return call_timeout_ms >= 0 ? call_timeout_ms : settings_.timeout_ms;
-}
-
 Deadline Communicator::deadline_for(int64_t call_timeout_ms) const {
-  return Deadline::after_ms(timeout_for(call_timeout_ms));
+  return Deadline::after_ms(call_timeout_ms >= 0 ? call_timeout_ms : settings_.timeout_ms);
 }
 
 std::string Communicator::context_of(const transport::OpDesc& desc) const {
@@ -57,9 +53,10 @@ Status Communicator::select_algorithm(collx_coll_t coll, size_t count, int32_t d
 Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) const {
   CollCall checked;                                   // CUDA hook (comm_device.cc)
   COLLX_RETURN_IF_ERROR(device_check(call, &checked));  // CUDA hook (comm_device.cc)
-  // validate() depends only on the fields LastValidated keeps (and on rank and size, which
-  // never change): a call equal to the last accepted one is accepted again without it.
-  LastValidated& same = last_validated_;
+  // validate() and the choice depend only on the fields LastCall keeps (and on rank and
+  // size, which never change): a call equal to the last accepted one is accepted again and
+  // gets the same algorithm without repeating either.
+  LastCall& same = last_call_;
   const bool repeat = same.valid && same.coll == checked.coll && same.count == checked.count &&
                       same.sendbuf == checked.sendbuf && same.recvbuf == checked.recvbuf &&
                       same.datatype == checked.datatype && same.op == checked.op &&
@@ -68,18 +65,20 @@ Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) cons
   if (!repeat) COLLX_RETURN_IF_ERROR(validate(checked));
   if (failed_.load(std::memory_order_acquire)) return unusable();
   collx_algorithm_t algorithm;
-  LastChoice& last = last_choice_;
-  if (last.valid && last.coll == call.coll && last.count == call.count && last.datatype == call.datatype &&
-      last.forced == call.algorithm) {
-    algorithm = last.algorithm;
+  if (repeat) {
+    algorithm = same.chosen;
   } else {
-    COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, call.count, call.datatype, call.algorithm, &algorithm));
-    last = LastChoice{true, call.coll, call.count, call.datatype, call.algorithm, algorithm};
-  }
-  if (!repeat) {
-    same = LastValidated{true,          checked.coll, checked.sendbuf, checked.recvbuf, checked.count,
-                         checked.datatype, checked.op, checked.algorithm, checked.root, checked.peer,
-                         checked.tag,    checked.mem_kind};
+    LastChoice& last = last_choice_;
+    if (last.valid && last.coll == call.coll && last.count == call.count && last.datatype == call.datatype &&
+        last.forced == call.algorithm) {
+      algorithm = last.algorithm;
+    } else {
+      COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, call.count, call.datatype, call.algorithm, &algorithm));
+      last = LastChoice{true, call.coll, call.count, call.datatype, call.algorithm, algorithm};
+    }
+    same = LastCall{true,          checked.coll, checked.sendbuf, checked.recvbuf, checked.count,
+                    checked.datatype, checked.op, checked.algorithm, checked.root, checked.peer,
+                    checked.tag,    checked.mem_kind, algorithm};
   }
   desc->kind = static_cast<uint8_t>(call.coll);
   desc->datatype = call.coll == COLLX_COLL_BARRIER ? 0 : static_cast<uint8_t>(call.datatype);
@@ -120,7 +119,7 @@ Status Communicator::execute(const CollCall& call, const transport::OpDesc& desc
   if (failed_.load(std::memory_order_acquire)) return unusable();
   // One clock reading is the start of the deadline and of the flight record (none when
   // neither needs it).
-  const int64_t timeout_ms = timeout_for(call.timeout_ms);
+  const int64_t timeout_ms = call.timeout_ms >= 0 ? call.timeout_ms : settings_.timeout_ms;  // as deadline_for
   const Deadline::Clock::time_point now =
       timeout_ms >= 0 || flight_.enabled() ? Deadline::Clock::now() : Deadline::Clock::time_point();
   const Deadline deadline = Deadline::after_ms(timeout_ms, now);
