@@ -77,10 +77,12 @@ class Meeting {
       pending[npending++] = req;
       if (npending == kMaxListed) {
         status = wait(pending, &npending);
-        if (!status.ok()) return status;
+        if (!status.ok()) break;
       }
     }
     if (status.ok()) status = wait(pending, &npending);
+    // Whatever way the meeting failed, the engine must forget every wait still listed: the
+    // requests die with this Meeting, and a later poison would complete them.
     if (!status.ok()) ctx_.transport->cancel(pending, npending);
     return status;
   }
