@@ -64,9 +64,15 @@ COLLX_API const char* collx_status_name(collx_status_t status);
 /* A one-line description of the code; a static string. */
 COLLX_API const char* collx_status_string(collx_status_t status);
 
-/* The message of the last failed call on `comm` (NULL: of the last failed call on this
- * thread that had no communicator, e.g. collx_comm_create). The string stays valid until
- * the next collx call on the same communicator (or thread, for NULL); "" when none. */
+/* The message of the last failed call on `comm`; "" when none failed yet. The communicator
+ * keeps it until the next failed call on it (collx_test and collx_wait of its requests
+ * included); successful calls leave it. Any thread may read it and every thread reads the
+ * same message. The string belongs to the communicator and stays valid until the next
+ * failed call on `comm` or collx_comm_destroy(comm), whichever comes first: copy it to keep
+ * it longer, and do not read it while another thread may fail a call on `comm`.
+ * comm NULL: the message of the last failed call on this thread that had no communicator
+ * (e.g. collx_comm_create, a NULL handle), valid until the next such failed call on this
+ * thread; other threads' failures never change it. */
 COLLX_API const char* collx_last_error(collx_comm_t comm);
 
 /* ---------------------------------------------------------------------------------------

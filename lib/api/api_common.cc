@@ -11,7 +11,6 @@ namespace api {
 
 namespace {
 thread_local std::string t_thread_error;
-thread_local std::string t_comm_error_copy;
 }  // namespace
 
 void set_thread_error(const Status& status) {
@@ -73,8 +72,7 @@ const char* collx_status_string(collx_status_t status) { return status_string(st
 
 const char* collx_last_error(collx_comm_t comm) {
   if (!comm || !comm->impl) return api::thread_error();
-  api::t_comm_error_copy = comm->impl->last_error();
-  return api::t_comm_error_copy.c_str();
+  return comm->impl->last_error();
 }
 
 const char* collx_datatype_name(collx_datatype_t datatype) { return datatype_name(datatype); }

@@ -145,9 +145,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status dump_flight_record(const std::string& dir) const {
     return dump_flight_records(dir.empty() ? flight_.dump_dir() : dir);
   }
-  // Per-communicator last error (thread-safe copies).
+  // The message of the last failed call on this communicator (collx_last_error): any thread
+  // may read it. The pointer stays valid until the next set_last_error or the destructor.
   void set_last_error(const Status& status);
-  std::string last_error() const;
+  const char* last_error() const;
 
  private:
   Communicator() = default;

@@ -235,9 +235,9 @@ void Communicator::set_last_error(const Status& status) {
   last_error_ = status.ok() ? std::string() : std::string(status_name(status.code())) + ": " + status.message();
 }
 
-std::string Communicator::last_error() const {
+const char* Communicator::last_error() const {
   std::lock_guard<std::mutex> lock(state_mutex_);
-  return last_error_;
+  return last_error_.c_str();
 }
 
 void Communicator::detach(std::shared_ptr<RequestImpl> request) {
