@@ -31,6 +31,22 @@ Status check_store(collx_store_t store) {
   return Status::Ok();
 }
 
+// A hosted server with this process's client of it. The client handed out (aliasing this
+// pair) keeps the server running for as long as the handle or any communicator made from
+// the store holds it: collx.h promises the server outlives collx_store_destroy.
+struct HostedStore {
+  std::unique_ptr<TcpStoreServer> server;  // declared first: outlives the client
+  std::shared_ptr<Store> client;
+};
+
+Status host_tcp_store(const char* addr, Deadline deadline, std::shared_ptr<Store>* out) {
+  auto hosted = std::make_shared<HostedStore>();
+  COLLX_RETURN_IF_ERROR(start_tcp_store_server(addr, &hosted->server));
+  COLLX_RETURN_IF_ERROR(hosted->server->connect(deadline, &hosted->client));
+  *out = std::shared_ptr<Store>(hosted, hosted->client.get());
+  return Status::Ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -43,8 +59,7 @@ collx_status_t collx_store_create_tcp(const char* addr, int is_server, int64_t t
     auto handle = std::make_unique<collx_store_s>();
     Deadline deadline = store_deadline(timeout_ms);
     if (is_server) {
-      COLLX_RETURN_IF_ERROR(start_tcp_store_server(addr, &handle->server));
-      COLLX_RETURN_IF_ERROR(handle->server->connect(deadline, &handle->impl));
+      COLLX_RETURN_IF_ERROR(host_tcp_store(addr, deadline, &handle->impl));
     } else {
       COLLX_RETURN_IF_ERROR(connect_tcp_store(addr, deadline, &handle->impl));
     }
@@ -68,7 +83,7 @@ collx_status_t collx_store_create_file(const char* directory, collx_store_t* out
 collx_status_t collx_store_create_memory(collx_store_t* out) {
   return api::guarded(nullptr, [&]() -> Status {
     if (!out) return api::null_handle("store (output)");
-    *out = new collx_store_s{make_memory_store(), nullptr};
+    *out = new collx_store_s{make_memory_store()};
     return Status::Ok();
   });
 }

@@ -22,8 +22,9 @@ struct collx_request_s {
 };
 
 struct collx_store_s {
+  // Communicators made from the store share it. When this handle hosted a TCP server, the
+  // server belongs to `impl` (api_store.cc), so it runs until the last sharer is gone.
   std::shared_ptr<collx::Store> impl;
-  std::unique_ptr<collx::TcpStoreServer> server;  // when this handle hosts the server
 };
 
 namespace collx {
