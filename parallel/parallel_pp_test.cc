@@ -2,6 +2,7 @@
 // batched neighbour exchanges on thread ranks, equal to running the stages sequentially.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,27 @@ TEST(ParallelPp, ExchangeRejectsMissingNeighbours) {
       EXPECT_NE(std::string(collx_parallel_last_error()).find("no next stage"), std::string::npos);
     }
   });
+}
+
+// Stage 1 never sends: stage 0's exchange times out naming the receive, and releases its
+// handle (the receive goes on without it), so nothing keeps the communicator alive once the
+// ranks destroy it.
+TEST(ParallelPp, ExchangeTimeoutLeavesNoHandleHoldingTheCommunicator) {
+  std::weak_ptr<collx::Communicator> stage0;
+  std::vector<float> recv(2, 0.0f);  // outlives the communicators: the receive stays posted
+  {
+    ThreadRanks ranks(2, 20000);
+    ASSERT_TRUE(ranks.ok()) << ranks.error();
+    stage0 = collx::testing::watch_communicator(ranks.comm(0));
+    ranks.run([&](int rank, collx_comm_t comm) {
+      if (rank != 0) return;
+      EXPECT_EQ(collx_pp_exchange(comm, nullptr, nullptr, nullptr, recv.data(), 2, COLLX_FLOAT32, 0, 200),
+                COLLX_ERR_TIMEOUT);
+      EXPECT_NE(std::string(collx_parallel_last_error()).find("receive from the next stage"), std::string::npos)
+          << collx_parallel_last_error();
+    });
+  }
+  EXPECT_TRUE(stage0.expired()) << "a request of the timed-out exchange still holds stage 0's communicator";
 }
 
 }  // namespace

@@ -4,13 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "collx/collx.h"
 #include "collx/parallel.h"
+#include "lib/api/handles.h"
 
 namespace collx {
 namespace testing {
@@ -58,6 +62,30 @@ class PerRank {
  private:
   std::mutex mu_;
   std::vector<T> v_;
+};
+
+// The communicator behind `comm`, watched without keeping it alive: it expires once every
+// handle and request that held it is gone, so a leaked request handle shows.
+inline std::weak_ptr<Communicator> watch_communicator(collx_comm_t comm) { return comm->impl; }
+
+// One rank waits for another to reach a point (tests where a rank must stay away first).
+class Signal {
+ public:
+  void raise() {
+    std::lock_guard<std::mutex> lock(mu_);
+    raised_ = true;
+    cv_.notify_all();
+  }
+  // False when not raised within a minute (the test then fails instead of hanging).
+  bool wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::minutes(1), [&] { return raised_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool raised_ = false;
 };
 
 }  // namespace testing

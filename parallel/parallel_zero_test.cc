@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -325,6 +326,37 @@ TEST(ParallelZero, Stage3GathersUnderTheLiveLimit) {
     collx_zero_destroy(z);
     collx_layout_destroy(l);
   });
+}
+
+// Rank 0 publishes alone with a short deadline: COLLX_ERR_TIMEOUT, and the all-gathers it
+// leaves running keep no handle (which would hold the communicator forever). Rank 1
+// publishes afterwards, so they complete; a barrier orders them before the handles go.
+TEST(ParallelZero, PublishTimeoutLeavesNoHandleHoldingTheCommunicator) {
+  std::weak_ptr<collx::Communicator> rank0;
+  {
+    ThreadRanks ranks(2, 20000);
+    ASSERT_TRUE(ranks.ok()) << ranks.error();
+    rank0 = collx::testing::watch_communicator(ranks.comm(0));
+    collx::testing::Signal rank0_timed_out;
+    ranks.run([&](int rank, collx_comm_t comm) {
+      collx_layout_t l = make_layout(2, kSizes, kBucket);
+      collx_zero_config_t c = zero_config(1, COLLX_OPT_SGD);
+      if (rank == 0) c.timeout_ms = 200;
+      collx_zero_t z = nullptr;
+      ASSERT_EQ(collx_zero_create(comm, l, &c, &z), COLLX_OK) << collx_zero_last_error(nullptr);
+      if (rank == 0) {
+        EXPECT_EQ(collx_zero_publish(z), COLLX_ERR_TIMEOUT);
+        rank0_timed_out.raise();
+      } else {
+        ASSERT_TRUE(rank0_timed_out.wait()) << "rank 0 never returned from its publish";
+        EXPECT_EQ(collx_zero_publish(z), COLLX_OK) << collx_zero_last_error(z);
+      }
+      EXPECT_EQ(collx_barrier(comm, nullptr), COLLX_OK) << collx_last_error(comm);
+      collx_zero_destroy(z);
+      collx_layout_destroy(l);
+    });
+  }
+  EXPECT_TRUE(rank0.expired()) << "an all-gather of the timed-out publish still holds rank 0's communicator";
 }
 
 TEST(ParallelZero, CreateNamesTheBadArgument) {

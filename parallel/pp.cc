@@ -52,10 +52,12 @@ collx_status_t exchange(collx_comm_t comm, const void* send_next, void* recv_pre
         st = free_fail(COLLX_ERR_TIMEOUT, std::string("collx_pp_exchange: the ") + t.what + " of stage " +
                                               std::to_string(g.rank) + " did not finish within " +
                                               std::to_string(timeout_ms) + " ms");
-      continue;  // still running: the request is left to complete on its own
+    } else if (st == COLLX_OK && s != COLLX_OK) {
+      st = comm_fail(comm, s, "collx_pp_exchange");
     }
+    // Also when still running: the transfer goes on without its handle (the communicator
+    // keeps it until it ends), and nothing is left holding the communicator.
     collx_request_free(t.request);
-    if (st == COLLX_OK && s != COLLX_OK) st = comm_fail(comm, s, "collx_pp_exchange");
   }
   return st;
 }

@@ -76,7 +76,9 @@ collx_status_t publish_flat(collx_zero_t z) {
     collx_status_t w = collx_wait(r, z->config.timeout_ms);
     if (w == COLLX_IN_PROGRESS) w = COLLX_ERR_TIMEOUT;
     if (st == COLLX_OK) st = w;
-    if (w != COLLX_ERR_TIMEOUT) collx_request_free(r);
+    // Also when still running: it goes on without its handle (which would otherwise leak,
+    // and with it the communicator).
+    collx_request_free(r);
   }
   if (st != COLLX_OK) return zero_fail(z, st, "collx_zero_publish: " + comm_error(z->comm, st));
   return COLLX_OK;

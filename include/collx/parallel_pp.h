@@ -24,7 +24,9 @@ extern "C" {
  * exist (rank 0 has no prev, the last rank no next) must be NULL (COLLX_ERR_INVALID_ARG).
  * tag >= 0 tells independent pipelines apart. Ends by timeout_ms (< 0: the
  * communicator's own deadlines): COLLX_ERR_TIMEOUT naming the transfer still pending.
- * Point to point with the neighbours; buffers are the caller's. */
+ * The transfers still pending then go on in the background (their handles are released,
+ * as by collx_request_free): their buffers must stay valid until they complete or pp_comm
+ * is destroyed. Point to point with the neighbours; buffers are the caller's. */
 COLLX_API collx_status_t collx_pp_exchange(collx_comm_t pp_comm, const void* send_next, void* recv_prev,
                                            const void* send_prev, void* recv_next, size_t count,
                                            collx_datatype_t datatype, int32_t tag, int64_t timeout_ms);
