@@ -33,20 +33,11 @@ TEST(HostedStore, OutlivesItsHandleWhileCommunicatorsMadeFromItLive) {
   collx_store_t store = nullptr;
   ASSERT_EQ(collx_store_create_tcp("127.0.0.1:0", /*is_server=*/1, kTimeoutMs, &store), COLLX_OK)
       << collx_last_error(nullptr);
-  std::vector<collx_comm_t> comms(kRanks, nullptr);
-  testing::run_threads(kRanks, [&](int rank) {
-    collx_config_t config;
-    collx_config_init(&config, sizeof config);
-    config.rank = rank;
-    config.world_size = kRanks;
-    config.store = store;
-    config.timeout_ms = kTimeoutMs;
-    collx_status_t rc = collx_comm_create(&config, &comms[static_cast<size_t>(rank)]);
-    EXPECT_EQ(rc, COLLX_OK) << "rank " << rank << ": " << why(rc, nullptr);
-  });
+  std::vector<collx_comm_t> comms;
+  const std::string error = testing::create_thread_comms(kRanks, store, kTimeoutMs, 0, &comms);
   // The caller's reference goes; the communicators' must keep the server running.
   ASSERT_EQ(collx_store_destroy(store), COLLX_OK);
-  for (collx_comm_t comm : comms) ASSERT_NE(comm, nullptr);
+  ASSERT_EQ(error, "");
 
   testing::run_threads(kRanks, [&](int rank) {
     collx_comm_t comm = comms[static_cast<size_t>(rank)];

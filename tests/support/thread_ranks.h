@@ -36,6 +36,12 @@ class ThreadRanks {
   std::string error_;
 };
 
+// Creates `size` communicators over `store` concurrently, one thread per rank; returns ""
+// or what failed, rank by rank. The caller owns the communicators (NULL where creation
+// failed). `transports` as for ThreadRanks.
+std::string create_thread_comms(int size, collx_store_t store, int64_t timeout_ms, uint32_t transports,
+                                std::vector<collx_comm_t>* comms);
+
 // Runs fn(rank) on `size` threads and joins them.
 void run_threads(int size, const std::function<void(int rank)>& fn);
 
