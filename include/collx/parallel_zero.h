@@ -174,7 +174,9 @@ COLLX_API collx_status_t collx_zero_step(collx_zero_t z, double grad_scale);
 /* Make the parameters current on every rank: stages 1, 2: copy the master shard into the
  * owned slice of the parameters and all-gather each bucket; stage 3: re-gather the
  * persistent tensors (other tensors must be released first: COLLX_ERR_INVALID_USAGE); it
- * also ends the step of the prefetch plan. Collective. */
+ * also ends the step of the prefetch plan. Collective. On COLLX_ERR_TIMEOUT (stages 1, 2)
+ * the all-gathers still running go on in the background, into the parameters: keep z
+ * until a later blocking collective on dp_comm has returned. */
 COLLX_API collx_status_t collx_zero_publish(collx_zero_t z);
 
 /* Consolidate the full float32 master of one tensor into out (numel elements) on every
