@@ -13,12 +13,13 @@
 #include <mutex>
 #include <vector>
 
+#include "lib/common/auth_policy.h"
 #include "lib/common/log.h"
-#include "lib/common/settings.h"
 #include "lib/store/store.h"
 #include "lib/store/store_auth.h"
 #include "lib/store/store_common.h"
 #include "lib/store/store_socket.h"
+#include "lib/store/store_timeout.h"
 #include "lib/store/store_wire.h"
 #include "lib/store/unique_fd.h"
 
@@ -305,16 +306,6 @@ Outcome TcpStoreClient::exchange(const std::string& address, Connection* c, Requ
   }
 }
 
-int64_t operation_timeout_from_settings() {
-  int64_t timeout_ms = 600000;
-  Status status = setting_int(SettingId::TIMEOUT_MS, &timeout_ms);
-  if (!status.ok()) {
-    COLLX_WARN(STORE, "%s; using %lld ms for store operations", status.message().c_str(), 600000LL);
-    timeout_ms = 600000;
-  }
-  return timeout_ms;
-}
-
 }  // namespace
 
 Status connect_tcp_store(const std::string& address, Deadline deadline, std::shared_ptr<Store>* out) {
@@ -327,11 +318,12 @@ Status connect_tcp_store(const std::string& address, const std::string& job_toke
                          std::shared_ptr<Store>* out) {
   if (out == nullptr) return make_status(COLLX_ERR_INVALID_ARG, "connect_tcp_store: out is null");
   COLLX_RETURN_IF_ERROR(auth::check_token_usable(job_token));
+  COLLX_RETURN_IF_ERROR(auth::check_token_required(job_token, "TCP store client of " + address));
   auto connection = std::make_unique<Connection>();
   COLLX_RETURN_IF_ERROR(connect_tcp(address, deadline, &connection->fd));
   COLLX_RETURN_IF_ERROR(TcpStoreClient::hello(address, job_token, connection.get(), deadline));
   COLLX_TRACE(STORE, "store client connected to %s", address.c_str());
-  *out = std::make_shared<TcpStoreClient>(address, job_token, std::move(connection), operation_timeout_from_settings());
+  *out = std::make_shared<TcpStoreClient>(address, job_token, std::move(connection), store_operation_timeout_ms());
   return Status::Ok();
 }
 
