@@ -226,9 +226,8 @@ void TcpStoreServerImpl::admit(int fd, const sockaddr_storage& address, socklen_
     // A flood of strangers must not flood the log: the first refusal says why, the rest count.
     if (refused_connections_.fetch_add(1) == 0)
       COLLX_WARN(STORE,
-                 "store server: refusing %s: %llu connections are already handshaking (further refusals are "
+                 "store server: refusing a client: %llu connections are already handshaking (further refusals are "
                  "counted, not logged)",
-                 format_sockaddr(reinterpret_cast<const sockaddr*>(&address), length).c_str(),
                  static_cast<unsigned long long>(options_.max_handshaking_connections));
     return;
   }
@@ -248,13 +247,13 @@ void TcpStoreServerImpl::admit(int fd, const sockaddr_storage& address, socklen_
     }
     c->fd = std::move(owned);
     c->registered_events = ev.events;
-    if (needs_handshake) {
-      handshake_deadlines_.emplace_back(Clock::now() + std::chrono::milliseconds(options_.handshake_timeout_ms), c->id);
-      handshaking_.fetch_add(1);
-    }
+    if (needs_handshake)
+      handshake_deadlines_.emplace_back(
+          Clock::now() + std::chrono::milliseconds(std::min(options_.handshake_timeout_ms, kMaxTimeoutMs)), c->id);
     COLLX_TRACE(STORE, "store server: client %s connected", c->peer.c_str());
     const uint64_t id = c->id;
     connections_.emplace(id, std::move(c));
+    if (needs_handshake) handshaking_.fetch_add(1);  // counted once it is in the table
   } catch (const std::bad_alloc&) {
     allocation_failures_.fetch_add(1);
     COLLX_WARN(STORE, "store server: out of memory accepting a client; closed its connection");
@@ -265,19 +264,19 @@ void TcpStoreServerImpl::admit(int fd, const sockaddr_storage& address, socklen_
 // otherwise end the process) drops that connection alone, with a warning.
 template <typename Work>
 void TcpStoreServerImpl::guarded(uint64_t id, Work&& work) {
-  const char* what = nullptr;
   try {
     work();
     return;
   } catch (const std::bad_alloc&) {
     allocation_failures_.fetch_add(1);
-    what = "out of memory";
+    COLLX_WARN(STORE, "store server: out of memory serving a client; dropping it");
   } catch (const std::exception& e) {
-    what = e.what();
+    COLLX_WARN(STORE, "store server: %s while serving a client; dropping it", e.what());
   }
-  Connection* c = find(id);
-  COLLX_WARN(STORE, "store server: dropping client %s: %s while serving it", c ? c->peer.c_str() : "?", what);
-  if (c) close_connection(c);
+  if (Connection* c = find(id)) {
+    COLLX_WARN(STORE, "store server: dropped client %s", c->peer.c_str());
+    close_connection(c);
+  }
 }
 
 // Drops the connections that did not authenticate within the handshake timeout.
@@ -524,8 +523,11 @@ void TcpStoreServerImpl::expire_timeouts() {
       timeouts_.erase(timeouts_.begin());
       continue;
     }
-    const char* operation = c->parked.opcode == Opcode::kGet ? "get" : "wait";
-    finish_wait(c, store_timeout_status(operation, c->parked.timeout_ms, c->parked.keys[c->missing_index]));
+    // A failure here drops c, which takes its entry out of timeouts_: the loop moves on.
+    guarded(c->id, [&] {
+      const char* operation = c->parked.opcode == Opcode::kGet ? "get" : "wait";
+      finish_wait(c, store_timeout_status(operation, c->parked.timeout_ms, c->parked.keys[c->missing_index]));
+    });
   }
 }
 
