@@ -45,7 +45,7 @@ class Store {
 };
 
 // A TCP store client connected to "host:port" (retrying until the deadline while nothing
-// listens there yet). Calls without a deadline of their own (set, add, compare_set, remove)
+// listens there yet, or the server closes connections before answering them). Calls without a deadline of their own (set, add, compare_set, remove)
 // are bounded by COLLX_TIMEOUT_MS. Once the server closes a connection every call fails with
 // COLLX_ERR_REMOTE naming the address.
 // With a job token (COLLX_JOB_TOKEN, or `job_token` in the second form; empty = none) the
@@ -85,7 +85,7 @@ struct TcpStoreServerOptions {
   // warning, before any of its requests (docs/security.md). Until then a connection may send
   // only the handshake (HELLO, AUTH; a few dozen bytes), must finish it within
   // handshake_timeout_ms, and at most max_handshaking_connections may be at that stage: a
-  // connection beyond them is closed at once (its client sees the server close the connection).
+  // connection beyond them is closed at once (a collx client retries until its deadline).
   std::string job_token;
   int64_t handshake_timeout_ms = 5000;
   uint64_t max_handshaking_connections = 64;
