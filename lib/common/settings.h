@@ -58,8 +58,7 @@ enum class SettingType { kInt, kSize, kString, kBool };
     "1: creating a TCP store (server or client) or a TCP transport without COLLX_JOB_TOKEN is an " \
     "error instead of an unauthenticated connection. See docs/security.md.")                       \
   X(STORE_MAX_KEYS, kInt, "1000000", "Most keys a TCP store server holds; a write beyond it fails.") \
-  X(STORE_MAX_BYTES, kSize, "1G",                                                                  \
-    "Most bytes (keys plus values) a TCP store server holds; a write beyond it fails.")           \
+  X(STORE_MAX_BYTES, kSize, "1G", "Most bytes (keys plus values) a TCP store server holds; a write beyond it fails.") \
   X(FR_SIZE, kInt, "256",                                                                          \
     "Operations each communicator keeps in its flight recorder (0 disables it). See "             \
     "docs/debugging.md.")                                                                          \
