@@ -81,8 +81,8 @@ class TcpStoreClient : public Store {
     bool closed_before = false;
     while (true) {
       auto connection = std::make_unique<Connection>();
-      Status status = connect_tcp(address, deadline, &connection->fd, retry_refused);
-      if (status.ok()) status = hello(address, token, connection.get(), deadline);
+      COLLX_RETURN_IF_ERROR(connect_tcp(address, deadline, &connection->fd, retry_refused));
+      Status status = hello(address, token, connection.get(), deadline);
       if (status.ok()) {
         *out = std::move(connection);
         return status;
