@@ -202,7 +202,9 @@ COLLX_API collx_status_t collx_algorithm_from_name(const char* name, collx_algor
  * the default COLLX_TIMEOUT_MS). */
 COLLX_API collx_status_t collx_store_create_tcp(const char* addr, int is_server, int64_t timeout_ms,
                                                 collx_store_t* out);
-/* A store kept as files in a directory shared by every rank (created if missing). */
+/* A store kept as files in a directory shared by every rank (created if missing, mode 0700;
+ * files 0600). COLLX_ERR_INVALID_USAGE when the directory belongs to another user or other
+ * users may write to it (they could forge keys). */
 COLLX_API collx_status_t collx_store_create_file(const char* directory, collx_store_t* out);
 /* A store in this process's memory, for ranks run as threads of one process. */
 COLLX_API collx_status_t collx_store_create_memory(collx_store_t* out);

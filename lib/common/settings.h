@@ -54,6 +54,11 @@ enum class SettingType { kInt, kSize, kString, kBool };
     "Secret shared by the ranks of one job: every store and TCP transport connection proves it "   \
     "knows it (HMAC-SHA256 challenge-response; needs OpenSSL). Empty = no authentication. See "     \
     "docs/security.md.")                                                                            \
+  X(REQUIRE_TOKEN, kBool, "0",                                                                     \
+    "1: creating a TCP store (server or client) or a TCP transport without COLLX_JOB_TOKEN is an " \
+    "error instead of an unauthenticated connection. See docs/security.md.")                       \
+  X(STORE_MAX_KEYS, kInt, "1000000", "Most keys a TCP store server holds; a write beyond it fails.") \
+  X(STORE_MAX_BYTES, kSize, "1G", "Most bytes (keys plus values) a TCP store server holds; a write beyond it fails.") \
   X(FR_SIZE, kInt, "256",                                                                          \
     "Operations each communicator keeps in its flight recorder (0 disables it). See "             \
     "docs/debugging.md.")                                                                          \

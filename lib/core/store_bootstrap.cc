@@ -1,5 +1,7 @@
 #include "lib/core/store_bootstrap.h"
 
+#include <unistd.h>
+
 #include <map>
 
 #include "lib/common/log.h"
@@ -16,7 +18,35 @@ std::map<std::string, std::unique_ptr<TcpStoreServer>>& hosted_servers() {
   return *servers;
 }
 
+// Rank 0 of a job that finds its store's port taken joins the store there. Refusing when that
+// store is another job's rank 0's keeps two jobs from merging into one world.
+Status join_unless_foreign(const std::string& address, Deadline deadline, std::shared_ptr<Store>* out) {
+  std::shared_ptr<Store> store;
+  COLLX_RETURN_IF_ERROR(connect_tcp_store(address, deadline, &store));
+  Bytes host;
+  Status found = store->get(kStoreHostKey, &host, Deadline::after_ms(0));
+  if (found.ok())
+    return make_status(COLLX_ERR_INVALID_USAGE,
+                       "rank 0 cannot host the store at %s: the port is taken by a store that rank 0 of another job "
+                       "hosts (%s), and joining it would merge the two jobs. Give this job a free port "
+                       "(COLLX_STORE_ADDR, or MASTER_PORT: the store uses MASTER_PORT+1), and set COLLX_JOB_TOKEN "
+                       "so that jobs cannot join each other's stores",
+                       address.c_str(), std::string(host.begin(), host.end()).c_str());
+  if (found.code() != COLLX_ERR_TIMEOUT) return found.with_context("store at " + address + ": ");
+  COLLX_INFO(STORE, "%s is taken or belongs to another host; joining the store there (no rank 0 hosts it)",
+             address.c_str());
+  *out = std::move(store);
+  return Status::Ok();
+}
+
 }  // namespace
+
+Status mark_store_hosted(Store* store) {
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  const std::string who = string_printf("pid %d on %s", static_cast<int>(::getpid()), host);
+  return store->set(kStoreHostKey, Bytes(who.begin(), who.end()));
+}
 
 Status open_tcp_store(const std::string& address, int rank, Deadline deadline,
                       std::shared_ptr<Store>* out) {
@@ -30,14 +60,17 @@ Status open_tcp_store(const std::string& address, int rank, Deadline deadline,
       Status st = start_tcp_store_server(address, &server, &in_use);
       if (st.ok()) {
         COLLX_INFO(STORE, "hosting the store at %s", address.c_str());
-        it = servers.emplace(address, std::move(server)).first;
-      } else if (!in_use) {
-        return st.with_context("rank 0 cannot host the store at " + address + ": ");
-      } else {
-        COLLX_INFO(STORE, "%s is taken or belongs to another host; joining the store there", address.c_str());
+        std::shared_ptr<Store> store;
+        COLLX_RETURN_IF_ERROR(server->connect(deadline, &store));
+        COLLX_RETURN_IF_ERROR(mark_store_hosted(store.get()));
+        servers.emplace(address, std::move(server));
+        *out = std::move(store);
+        return Status::Ok();
       }
+      if (!in_use) return st.with_context("rank 0 cannot host the store at " + address + ": ");
+      return join_unless_foreign(address, deadline, out);
     }
-    if (it != servers.end()) return it->second->connect(deadline, out);
+    return it->second->connect(deadline, out);
   }
   return connect_tcp_store(address, deadline, out);
 }

@@ -15,12 +15,20 @@
 
 namespace collx {
 
-// Connects to the TCP store at `address`. Rank 0 first tries to host it there; when the port
-// is already taken (collx-run or an earlier communicator of this process hosts it) it connects
-// like everyone else. A server hosted here lives until the process exits, so ranks that are
-// still bootstrapping never lose it.
+// Connects to the TCP store at `address`. Rank 0 first tries to host it there, and marks a
+// store it hosts (kStoreHostKey). When the port is already taken by a store that no rank 0
+// marked (collx-run's, or one the user started) rank 0 connects like everyone else; a store
+// marked by rank 0 of another process is another job's: COLLX_ERR_INVALID_USAGE naming the
+// address, its host and what to do (a store started in the instant before its marker is
+// written is not told apart; a job token closes that gap too). A server hosted here lives
+// until the process exits, so ranks that are still bootstrapping never lose it.
 Status open_tcp_store(const std::string& address, int rank, Deadline deadline,
                       std::shared_ptr<Store>* out);
+
+// The key by which a store hosted by a job's rank 0 says so: "pid P on HOST".
+constexpr const char* kStoreHostKey = "collx/hosted-by-rank0";
+// Writes kStoreHostKey into `store` (what rank 0 does to a store it hosts).
+Status mark_store_hosted(Store* store);
 
 // A unique key prefix for the next world communicator this rank creates on this store. The
 // counter lives in the store (one per rank): every rank creates its world communicators in

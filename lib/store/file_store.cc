@@ -2,8 +2,11 @@
 // file system). Writers publish a value by renaming a finished temporary file over the key's
 // file, so readers only ever see whole values; add() and compare_set() read-modify-write
 // under an flock on a lock file in the directory, which serializes them across processes
-// and hosts. Readers poll with backoff because a file system offers no change notification
-// that works across hosts.
+// and hosts, within COLLX_TIMEOUT_MS. Readers poll with backoff because a file system offers
+// no change notification that works across hosts. Each file carries its value's length and
+// checksum (file_store_format.h) and is fsync'ed before it is published. The directory and
+// files are private to their user (0700, 0600): a directory or file of another user, or a
+// directory others may write to, is refused, since whoever can write there can forge keys.
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -14,17 +17,15 @@
 #include <cstdint>
 #include <cstring>
 
+#include "lib/store/file_store_format.h"
 #include "lib/store/store.h"
 #include "lib/store/store_common.h"
+#include "lib/store/store_timeout.h"
 #include "lib/store/unique_fd.h"
 
 namespace collx {
 namespace {
 
-// Every key file starts with this magic and the key itself, so a file can be checked against
-// the key it was looked up for (long keys are named by a hash, see key_file_name).
-constexpr char kFileMagic[4] = {'C', 'L', 'X', 'K'};
-constexpr size_t kFileHeaderBytes = sizeof(kFileMagic) + 4;
 // Keys up to this long are named by their hex encoding (readable when debugging); longer keys
 // would exceed NAME_MAX (255) once hex-encoded and are named by a 128-bit hash instead.
 constexpr size_t kMaxHexNamedKeyBytes = 100;
@@ -74,9 +75,19 @@ Status write_all(int fd, const uint8_t* data, size_t size, const std::string& pa
   return Status::Ok();
 }
 
+// A file or directory another user owns: whoever that is could forge or read keys.
+Status check_owner(const struct stat& info, const std::string& path) {
+  if (info.st_uid == ::geteuid()) return Status::Ok();
+  return make_status(COLLX_ERR_INVALID_USAGE,
+                     "file store: %s belongs to uid %u, not to this process's user (uid %u): another user could forge "
+                     "or read its keys; use a directory of your own",
+                     path.c_str(), static_cast<unsigned>(info.st_uid), static_cast<unsigned>(::geteuid()));
+}
+
 class FileStore : public Store {
  public:
-  explicit FileStore(std::string directory) : directory_(std::move(directory)) {
+  FileStore(std::string directory, int64_t lock_timeout_ms)
+      : directory_(std::move(directory)), lock_timeout_ms_(lock_timeout_ms) {
     // Temporary names must differ between every writer of the directory: host and pid tell
     // processes apart (across hosts too, on a network file system), this tag the store
     // objects of one process.
@@ -175,16 +186,15 @@ class FileStore : public Store {
     std::string temp = string_printf("%s/.tmp.%s.%d.%08x.%llu", directory_.c_str(), host_.c_str(),
                                      static_cast<int>(::getpid()), temp_tag_,
                                      static_cast<unsigned long long>(temp_counter_.fetch_add(1)));
-    UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (!fd.valid()) return system_error(("file store: creating " + temp).c_str(), errno);
-    Bytes header(kFileHeaderBytes);
-    std::memcpy(header.data(), kFileMagic, sizeof kFileMagic);
-    uint32_t key_bytes = static_cast<uint32_t>(key.size());
-    for (int i = 0; i < 4; ++i) header[sizeof kFileMagic + i] = static_cast<uint8_t>(key_bytes >> (8 * i));
-    Status status = write_all(fd.get(), header.data(), header.size(), temp);
-    if (status.ok()) status = write_all(fd.get(), reinterpret_cast<const uint8_t*>(key.data()), key.size(), temp);
-    if (status.ok()) status = write_all(fd.get(), value.data(), value.size(), temp);
-    fd.reset();
+    const Bytes contents = file_store_format::encode(key, value);
+    Status status = write_all(fd.get(), contents.data(), contents.size(), temp);
+    // The data reaches the disk before the name does: after a crash the key holds the old
+    // value or the new one, not a file of zeros. close() reports what write-back found.
+    if (status.ok() && ::fsync(fd.get()) != 0) status = system_error(("file store: fsync of " + temp).c_str(), errno);
+    if (::close(fd.release()) != 0 && status.ok())
+      status = system_error(("file store: closing " + temp).c_str(), errno);
     std::string path = key_path(key);
     if (status.ok() && ::rename(temp.c_str(), path.c_str()) != 0)
       status = system_error(("file store: renaming " + temp + " to " + path).c_str(), errno);
@@ -196,17 +206,18 @@ class FileStore : public Store {
   Status read_value(const std::string& key, Bytes* value, bool* found) {
     *found = false;
     std::string path = key_path(key);
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd.valid()) {
       if (errno == ENOENT) return Status::Ok();
       return system_error(("file store: opening " + path).c_str(), errno);
     }
     struct stat info;
     if (::fstat(fd.get(), &info) != 0) return system_error(("file store: stat of " + path).c_str(), errno);
+    COLLX_RETURN_IF_ERROR(check_owner(info, path));
     const size_t size = static_cast<size_t>(info.st_size);
-    if (size < kFileHeaderBytes + key.size() || size > kFileHeaderBytes + key.size() + kStoreMaxValueBytes)
-      return make_status(COLLX_ERR_INTERNAL, "file store: %s has %zu bytes, not a value of key %s", path.c_str(),
-                         size, quote_store_key(key).c_str());
+    if (size > file_store_format::kHeaderBytes + key.size() + kStoreMaxValueBytes)
+      return make_status(COLLX_ERR_INTERNAL, "file store: %s has %zu bytes, more than a value of key %s can have",
+                         path.c_str(), size, quote_store_key(key).c_str());
     Bytes contents(size);
     size_t done = 0;
     while (done < size) {
@@ -216,13 +227,8 @@ class FileStore : public Store {
       if (n == 0) break;
       done += static_cast<size_t>(n);
     }
-    uint32_t key_bytes = 0;
-    for (int i = 0; i < 4; ++i) key_bytes |= static_cast<uint32_t>(contents[sizeof kFileMagic + i]) << (8 * i);
-    if (done != size || std::memcmp(contents.data(), kFileMagic, sizeof kFileMagic) != 0 ||
-        key_bytes != key.size() || std::memcmp(contents.data() + kFileHeaderBytes, key.data(), key.size()) != 0)
-      return make_status(COLLX_ERR_INTERNAL, "file store: %s does not hold key %s (corrupt, foreign or a hash collision)",
-                         path.c_str(), quote_store_key(key).c_str());
-    value->assign(contents.begin() + static_cast<std::ptrdiff_t>(kFileHeaderBytes + key.size()), contents.end());
+    contents.resize(done);
+    COLLX_RETURN_IF_ERROR(file_store_format::decode(path, key, contents, value));
     *found = true;
     return Status::Ok();
   }
@@ -241,18 +247,28 @@ class FileStore : public Store {
 
   // An flock on a file opened for this call alone: separate open files conflict with each
   // other even inside one process, so threads and processes serialize alike. Closing the
-  // descriptor (when *lock goes out of scope) releases the lock.
+  // descriptor (when *lock goes out of scope) releases the lock. A holder that does not let go
+  // (hung, or stopped) makes this COLLX_ERR_TIMEOUT after COLLX_TIMEOUT_MS instead of a hang.
   Status lock_directory(UniqueFd* lock) {
     std::string path = directory_ + "/.lock";
-    lock->reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    lock->reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!lock->valid()) return system_error(("file store: opening " + path).c_str(), errno);
-    while (::flock(lock->get(), LOCK_EX) != 0) {
-      if (errno != EINTR) return system_error(("file store: locking " + path).c_str(), errno);
+    const Deadline deadline = Deadline::after_ms(lock_timeout_ms_);
+    StoreBackoff backoff;
+    while (::flock(lock->get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EINTR) continue;
+      if (errno != EWOULDBLOCK) return system_error(("file store: locking " + path).c_str(), errno);
+      if (!backoff.sleep_until_next(deadline))
+        return make_status(COLLX_ERR_TIMEOUT,
+                           "file store: %s stayed locked by another process for %lld ms (COLLX_TIMEOUT_MS); the "
+                           "process holding it may be hung",
+                           path.c_str(), static_cast<long long>(lock_timeout_ms_));
     }
     return Status::Ok();
   }
 
   std::string directory_;
+  const int64_t lock_timeout_ms_;
   std::string host_;
   unsigned temp_tag_ = 0;
   std::atomic<uint64_t> temp_counter_{0};
@@ -263,7 +279,7 @@ Status make_directories(const std::string& directory) {
   for (size_t slash = 1; slash <= directory.size(); ++slash) {
     if (slash != directory.size() && directory[slash] != '/') continue;
     std::string prefix = directory.substr(0, slash);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST)
       return system_error(("file store: creating directory " + prefix).c_str(), errno);
   }
   return Status::Ok();
@@ -277,7 +293,16 @@ Status make_file_store(const std::string& directory, std::shared_ptr<Store>* out
   COLLX_RETURN_IF_ERROR(make_directories(directory));
   if (::access(directory.c_str(), R_OK | W_OK | X_OK) != 0)
     return system_error(("file store: directory " + directory + " is not usable").c_str(), errno);
-  *out = std::make_shared<FileStore>(directory);
+  struct stat info;
+  if (::stat(directory.c_str(), &info) != 0)
+    return system_error(("file store: stat of directory " + directory).c_str(), errno);
+  COLLX_RETURN_IF_ERROR(check_owner(info, directory));
+  if (info.st_mode & (S_IWGRP | S_IWOTH))
+    return make_status(COLLX_ERR_INVALID_USAGE,
+                       "file store: directory %s is writable by other users (mode %03o): they could forge keys; "
+                       "chmod 700 it or use a private directory",
+                       directory.c_str(), static_cast<unsigned>(info.st_mode & 0777));
+  *out = std::make_shared<FileStore>(directory, store_operation_timeout_ms());
   return Status::Ok();
 }
 

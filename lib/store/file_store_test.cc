@@ -1,18 +1,23 @@
-// Behaviour specific to the file store: processes sharing a directory, and key names that
-// must never escape it.
+// Behaviour specific to the file store: processes sharing a directory, key names that must
+// never escape it, files checked whole (length, checksum), a lock that cannot hang a caller,
+// and a directory private to its user.
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "lib/store/store.h"
+#include "lib/store/unique_fd.h"
 #include "tests/support/test_env.h"
 
 namespace collx {
@@ -61,6 +66,15 @@ class FileStoreTest : public ::testing::Test {
       if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++succeeded;
     }
     return succeeded;
+  }
+
+  // The one key file of the directory (the test stored one key).
+  std::string only_key_file() {
+    std::vector<std::string> names;
+    for (const std::string& name : entries(directory_))
+      if (name.rfind("k_", 0) == 0) names.push_back(directory_ + "/" + name);
+    EXPECT_EQ(names.size(), 1u);
+    return names.empty() ? "" : names[0];
   }
 
   std::string directory_;
@@ -182,6 +196,108 @@ TEST_F(FileStoreTest, AFileHoldingAnotherKeyIsReportedNotReturned) {
   if (names[0] != "k_61") status = store->get("b", &value, Deadline::after_ms(0));
   EXPECT_EQ(status.code(), COLLX_ERR_INTERNAL) << status.message();
   EXPECT_NE(status.message().find("does not hold key"), std::string::npos) << status.message();
+}
+
+// A bit flipped in a value on disk is caught by the checksum, not returned.
+TEST_F(FileStoreTest, CorruptValueIsReportedByItsChecksum) {
+  auto store = open(directory_);
+  ASSERT_TRUE(store->set("k", bytes_of("a value on disk")).ok());
+  const std::string path = only_key_file();
+  UniqueFd fd(::open(path.c_str(), O_RDWR));
+  ASSERT_TRUE(fd.valid());
+  struct stat info;
+  ASSERT_EQ(::fstat(fd.get(), &info), 0);
+  char last = 0;
+  ASSERT_EQ(::pread(fd.get(), &last, 1, info.st_size - 1), 1);
+  last ^= 0x10;
+  ASSERT_EQ(::pwrite(fd.get(), &last, 1, info.st_size - 1), 1);
+  Bytes value;
+  Status status = store->get("k", &value, Deadline::after_ms(0));
+  EXPECT_EQ(status.code(), COLLX_ERR_INTERNAL) << status.message();
+  EXPECT_NE(status.message().find("checksum"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find(path), std::string::npos) << status.message();
+}
+
+// A file cut short (a crash before write-back on a file system without ordering) is reported
+// by its value length.
+TEST_F(FileStoreTest, TruncatedFileIsReportedByItsLength) {
+  auto store = open(directory_);
+  ASSERT_TRUE(store->set("k", bytes_of("twenty bytes of data")).ok());
+  const std::string path = only_key_file();
+  struct stat info;
+  ASSERT_EQ(::stat(path.c_str(), &info), 0);
+  ASSERT_EQ(::truncate(path.c_str(), info.st_size - 5), 0);
+  Bytes value;
+  Status status = store->get("k", &value, Deadline::after_ms(0));
+  EXPECT_EQ(status.code(), COLLX_ERR_INTERNAL) << status.message();
+  EXPECT_NE(status.message().find("holds 15 value bytes but its header says 20"), std::string::npos)
+      << status.message();
+}
+
+// Another process holding the lock (hung, say) makes add() a timeout naming the lock, not a hang.
+TEST_F(FileStoreTest, LockHeldTooLongIsATimeout) {
+  ::setenv("COLLX_TIMEOUT_MS", "300", 1);
+  auto store = open(directory_);
+  ::unsetenv("COLLX_TIMEOUT_MS");
+  ASSERT_TRUE(store);
+  UniqueFd holder(::open((directory_ + "/.lock").c_str(), O_RDWR | O_CREAT, 0600));
+  ASSERT_TRUE(holder.valid());
+  ASSERT_EQ(::flock(holder.get(), LOCK_EX), 0);
+  const auto start = std::chrono::steady_clock::now();
+  Status status = store->add("n", 1, nullptr);
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(status.code(), COLLX_ERR_TIMEOUT) << status.message();
+  EXPECT_NE(status.message().find(".lock stayed locked"), std::string::npos) << status.message();
+  EXPECT_GE(waited, 300);
+  Bytes current;
+  EXPECT_EQ(store->compare_set("c", Bytes(), bytes_of("v"), &current).code(), COLLX_ERR_TIMEOUT);
+  holder.reset();  // released: the store works again
+  int64_t value = 0;
+  ASSERT_TRUE(store->add("n", 1, &value).ok());
+  EXPECT_EQ(value, 1);
+}
+
+TEST_F(FileStoreTest, DirectoryAndFilesArePrivate) {
+  const std::string nested = directory_ + "/made/here";
+  auto store = open(nested);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->add("n", 1, nullptr).ok());
+  struct stat info;
+  ASSERT_EQ(::stat(nested.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0700u);
+  for (const std::string& name : entries(nested)) {
+    ASSERT_EQ(::stat((nested + "/" + name).c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0600u) << name;
+  }
+}
+
+TEST_F(FileStoreTest, DirectoryOthersCanWriteIsRefused) {
+  ASSERT_EQ(::chmod(directory_.c_str(), 0777), 0);
+  std::shared_ptr<Store> store;
+  Status status = make_file_store(directory_, &store);
+  EXPECT_EQ(status.code(), COLLX_ERR_INVALID_USAGE) << status.message();
+  EXPECT_NE(status.message().find("writable by other users (mode 777)"), std::string::npos) << status.message();
+  ASSERT_EQ(::chmod(directory_.c_str(), 0755), 0);  // readable by others: allowed
+  EXPECT_TRUE(make_file_store(directory_, &store).ok());
+}
+
+// Owner checks need a second user: run as root, hand the directory and a key file to nobody.
+TEST_F(FileStoreTest, DirectoryOrFileOfAnotherUserIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give files to another user";
+  const uid_t other = 65534;  // nobody
+  auto store = open(directory_);
+  ASSERT_TRUE(store->set("k", bytes_of("v")).ok());
+  ASSERT_EQ(::chown(only_key_file().c_str(), other, other), 0);
+  Bytes value;
+  Status status = store->get("k", &value, Deadline::after_ms(0));
+  EXPECT_EQ(status.code(), COLLX_ERR_INVALID_USAGE) << status.message();
+  EXPECT_NE(status.message().find("belongs to uid 65534"), std::string::npos) << status.message();
+  ASSERT_EQ(::chown(directory_.c_str(), other, other), 0);
+  std::shared_ptr<Store> again;
+  status = make_file_store(directory_, &again);
+  EXPECT_EQ(status.code(), COLLX_ERR_INVALID_USAGE) << status.message();
+  EXPECT_NE(status.message().find(directory_), std::string::npos) << status.message();
 }
 
 }  // namespace

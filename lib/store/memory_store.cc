@@ -17,7 +17,7 @@ class MemoryStore : public Store {
     COLLX_RETURN_IF_ERROR(validate_store_value(value));
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      table_.set(key, value);
+      COLLX_RETURN_IF_ERROR(table_.set(key, value));
     }
     changed_.notify_all();
     return Status::Ok();
@@ -55,7 +55,7 @@ class MemoryStore : public Store {
     bool stored = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stored = table_.compare_set(key, expected, desired, &result);
+      COLLX_RETURN_IF_ERROR(table_.compare_set(key, expected, desired, &result, &stored));
     }
     if (stored) changed_.notify_all();
     if (current) *current = std::move(result);

@@ -13,12 +13,13 @@
 #include <mutex>
 #include <vector>
 
+#include "lib/common/auth_policy.h"
 #include "lib/common/log.h"
-#include "lib/common/settings.h"
 #include "lib/store/store.h"
 #include "lib/store/store_auth.h"
 #include "lib/store/store_common.h"
 #include "lib/store/store_socket.h"
+#include "lib/store/store_timeout.h"
 #include "lib/store/store_wire.h"
 #include "lib/store/unique_fd.h"
 
@@ -69,6 +70,35 @@ class TcpStoreClient : public Store {
     if (!needed) return Status::Ok();
     COLLX_RETURN_IF_ERROR(handshake_step(address, connection, request, deadline, &reply));
     return store_auth_check_server(address, token, challenge, client_nonce, reply.mac);
+  }
+
+  // A fresh connection through HELLO (and AUTH). A server closes a connection before answering
+  // when too many connections are handshaking (TcpStoreServerOptions): that is retried with
+  // backoff until the deadline, like a connection refused while nothing listens yet.
+  static Status open_connection(const std::string& address, const std::string& token, const Deadline& deadline,
+                                bool retry_refused, std::unique_ptr<Connection>* out) {
+    StoreBackoff backoff(1, 100);
+    bool closed_before = false;
+    while (true) {
+      auto connection = std::make_unique<Connection>();
+      COLLX_RETURN_IF_ERROR(connect_tcp(address, deadline, &connection->fd, retry_refused));
+      Status status = hello(address, token, connection.get(), deadline);
+      if (status.ok()) {
+        *out = std::move(connection);
+        return status;
+      }
+      if (status.code() == COLLX_ERR_REMOTE && backoff.sleep_until_next(deadline)) {
+        closed_before = true;
+        continue;
+      }
+      if (closed_before && deadline.expired())
+        return make_status(COLLX_ERR_TIMEOUT,
+                           "connecting to the store at %s: it closed every connection before answering until the "
+                           "deadline (a server with a job token closes connections beyond its cap of handshaking "
+                           "ones); last: %s",
+                           address.c_str(), status.message().c_str());
+      return status;
+    }
   }
 
   static Status handshake_step(const std::string& address, Connection* connection, Request& request,
@@ -210,11 +240,7 @@ class TcpStoreClient : public Store {
       }
     }
     // The server answered before, so a refusal now means it is gone: no retries.
-    auto connection = std::make_unique<Connection>();
-    COLLX_RETURN_IF_ERROR(connect_tcp(address_, deadline, &connection->fd, /*retry=*/false));
-    COLLX_RETURN_IF_ERROR(hello(address_, token_, connection.get(), deadline));
-    *out = std::move(connection);
-    return Status::Ok();
+    return open_connection(address_, token_, deadline, /*retry_refused=*/false, out);
   }
 
   void give_back(std::unique_ptr<Connection> connection) {
@@ -305,16 +331,6 @@ Outcome TcpStoreClient::exchange(const std::string& address, Connection* c, Requ
   }
 }
 
-int64_t operation_timeout_from_settings() {
-  int64_t timeout_ms = 600000;
-  Status status = setting_int(SettingId::TIMEOUT_MS, &timeout_ms);
-  if (!status.ok()) {
-    COLLX_WARN(STORE, "%s; using %lld ms for store operations", status.message().c_str(), 600000LL);
-    timeout_ms = 600000;
-  }
-  return timeout_ms;
-}
-
 }  // namespace
 
 Status connect_tcp_store(const std::string& address, Deadline deadline, std::shared_ptr<Store>* out) {
@@ -327,11 +343,12 @@ Status connect_tcp_store(const std::string& address, const std::string& job_toke
                          std::shared_ptr<Store>* out) {
   if (out == nullptr) return make_status(COLLX_ERR_INVALID_ARG, "connect_tcp_store: out is null");
   COLLX_RETURN_IF_ERROR(auth::check_token_usable(job_token));
-  auto connection = std::make_unique<Connection>();
-  COLLX_RETURN_IF_ERROR(connect_tcp(address, deadline, &connection->fd));
-  COLLX_RETURN_IF_ERROR(TcpStoreClient::hello(address, job_token, connection.get(), deadline));
+  COLLX_RETURN_IF_ERROR(auth::check_token_required(job_token, "TCP store client of " + address));
+  std::unique_ptr<Connection> connection;
+  COLLX_RETURN_IF_ERROR(TcpStoreClient::open_connection(address, job_token, deadline, /*retry_refused=*/true,
+                                                        &connection));
   COLLX_TRACE(STORE, "store client connected to %s", address.c_str());
-  *out = std::make_shared<TcpStoreClient>(address, job_token, std::move(connection), operation_timeout_from_settings());
+  *out = std::make_shared<TcpStoreClient>(address, job_token, std::move(connection), store_operation_timeout_ms());
   return Status::Ok();
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "lib/store/store.h"
+#include "lib/store/store_handshake.h"
 #include "lib/store/store_wire.h"
 #include "lib/store/unique_fd.h"
 
@@ -35,10 +36,9 @@ struct ServerConnection {
   size_t output_start = 0;
   uint32_t registered_events = 0;
   bool closing = false;  // send what is queued (an error reply), then close
-  // Job token: until it answered `challenge` (sent with the HELLO reply) a connection may
-  // only send HELLO and AUTH. Always true on a server without a token.
-  bool authenticated = false;
-  Bytes challenge;
+  // Job token: until the handshake authenticates it, a connection may send only HELLO and
+  // AUTH, and holds little input. Authenticated from the start on a server without a token.
+  StoreHandshake handshake;
 
   // A GET or WAIT held until its keys exist: `parked` names the one missing now.
   bool waiting = false;

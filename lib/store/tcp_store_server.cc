@@ -3,8 +3,10 @@
 // of one connection are answered in order; a GET or WAIT whose keys are missing parks its
 // connection (indexed by the key it waits for) until a write supplies the key or its timeout
 // passes. A client that breaks the protocol is dropped with a warning naming it; everyone
-// else keeps being served. With a job token, a connection must pass the AUTH exchange
-// (store_auth.h) before any other request is processed.
+// else keeps being served. With a job token, a connection must pass the handshake
+// (store_handshake.h) before any other request is processed, within a deadline, and only a
+// bounded number of connections may be handshaking at once. Memory running out while serving
+// one connection (std::bad_alloc) drops that connection, not the process.
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -15,14 +17,18 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
+#include <new>
 #include <thread>
 #include <unordered_map>
 
+#include "lib/common/auth.h"
+#include "lib/common/auth_policy.h"
 #include "lib/common/log.h"
+#include "lib/common/settings.h"
 #include "lib/store/store.h"
-#include "lib/store/store_auth.h"
 #include "lib/store/store_common.h"
 #include "lib/store/store_socket.h"
 #include "lib/store/store_table.h"
@@ -50,14 +56,15 @@ constexpr uint64_t kListenToken = 1;
 
 class TcpStoreServerImpl : public TcpStoreServer {
  public:
-  TcpStoreServerImpl(std::string connect_host, int port, std::string token, UniqueFd listen_fd, UniqueFd wake_fd,
-                     UniqueFd epoll_fd)
+  TcpStoreServerImpl(std::string connect_host, int port, const TcpStoreServerOptions& options, UniqueFd listen_fd,
+                     UniqueFd wake_fd, UniqueFd epoll_fd)
       : connect_host_(std::move(connect_host)),
         port_(port),
-        token_(std::move(token)),
+        options_(options),
         listen_fd_(std::move(listen_fd)),
         wake_fd_(std::move(wake_fd)),
-        epoll_fd_(std::move(epoll_fd)) {
+        epoll_fd_(std::move(epoll_fd)),
+        table_(StoreCapacity{options.max_keys, options.max_bytes}) {
     thread_ = std::thread([this] { serve(); });
   }
 
@@ -72,12 +79,27 @@ class TcpStoreServerImpl : public TcpStoreServer {
   int port() const override { return port_; }
 
   Status connect(Deadline deadline, std::shared_ptr<Store>* out) override {
-    return connect_tcp_store(format_host_port(connect_host_, port_), token_, deadline, out);
+    return connect_tcp_store(format_host_port(connect_host_, port_), options_.job_token, deadline, out);
+  }
+
+  TcpStoreServerCounters counters() const override {
+    TcpStoreServerCounters out;
+    out.handshaking_connections = handshaking_.load();
+    out.refused_connections = refused_connections_.load();
+    out.handshake_timeouts = handshake_timeouts_.load();
+    out.refused_handshakes = refused_handshakes_.load();
+    out.allocation_failures = allocation_failures_.load();
+    out.max_unauthenticated_input_bytes = max_unauthenticated_input_.load();
+    return out;
   }
 
  private:
   void serve();
   void accept_all();
+  void admit(int fd, const sockaddr_storage& address, socklen_t length);
+  template <typename Work>
+  void guarded(uint64_t id, Work&& work);
+  void expire_handshakes();
   void on_connection_event(uint64_t id, uint32_t events);
   bool read_input(Connection* c);
   void service(Connection* c);
@@ -91,7 +113,6 @@ class TcpStoreServerImpl : public TcpStoreServer {
   void send_reply(Connection* c, const Reply& reply);
   bool flush(Connection* c);
   void update_interest(Connection* c);
-  bool authenticate(Connection* c, const Request& request, Reply* reply);
   void protocol_violation(Connection* c, const Status& status);
   void refuse(Connection* c, Reply reply, const Status& why);
   void close_after_error(Connection* c, Reply reply, const Status& why);
@@ -104,10 +125,13 @@ class TcpStoreServerImpl : public TcpStoreServer {
 
   const std::string connect_host_;
   const int port_;
-  const std::string token_;  // the job token; empty = no authentication
+  const TcpStoreServerOptions options_;  // job_token empty = no authentication
   UniqueFd listen_fd_, wake_fd_, epoll_fd_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  // Published for counters(); written by the serving thread only.
+  std::atomic<uint64_t> handshaking_{0}, refused_connections_{0}, handshake_timeouts_{0}, refused_handshakes_{0},
+      allocation_failures_{0}, max_unauthenticated_input_{0};
 
   // Everything below belongs to the serving thread.
   StoreTable table_;
@@ -116,6 +140,9 @@ class TcpStoreServerImpl : public TcpStoreServer {
   std::unordered_map<std::string, std::vector<uint64_t>> waiters_;  // key -> connections parked on it
   std::multimap<Clock::time_point, uint64_t> timeouts_;            // parked connections' deadlines
   std::vector<uint64_t> ready_;  // connections to service again (a wait ended, output drained)
+  // Handshake deadlines of unauthenticated connections in accept order, hence in deadline
+  // order (all get the same timeout); entries of connections gone or authenticated are skipped.
+  std::deque<std::pair<Clock::time_point, uint64_t>> handshake_deadlines_;
   bool accept_paused_ = false;
   Clock::time_point accept_resume_at_;
 };
@@ -131,8 +158,10 @@ void TcpStoreServerImpl::serve() {
     for (int i = 0; i < n; ++i) {
       // The wake eventfd is never drained: it only ever signals stop_, checked by the loop.
       if (events[i].data.u64 == kWakeToken) continue;
-      if (events[i].data.u64 == kListenToken) accept_all();
-      else on_connection_event(events[i].data.u64, events[i].events);
+      const uint64_t id = events[i].data.u64;
+      const uint32_t what = events[i].events;
+      if (id == kListenToken) accept_all();
+      else guarded(id, [&] { on_connection_event(id, what); });
     }
     if (accept_paused_ && Clock::now() >= accept_resume_at_) {
       epoll_event ev{};
@@ -142,11 +171,14 @@ void TcpStoreServerImpl::serve() {
       accept_paused_ = false;
     }
     expire_timeouts();
+    expire_handshakes();
     while (!ready_.empty()) {
       std::vector<uint64_t> batch;
       batch.swap(ready_);
       for (uint64_t id : batch)
-        if (Connection* c = find(id)) service(c);
+        guarded(id, [&] {
+          if (Connection* c = find(id)) service(c);
+        });
     }
   }
   // Closing every connection tells every client the server is gone.
@@ -156,6 +188,7 @@ void TcpStoreServerImpl::serve() {
 int TcpStoreServerImpl::epoll_timeout_ms() const {
   Clock::time_point next = Clock::time_point::max();
   if (!timeouts_.empty()) next = timeouts_.begin()->first;
+  if (!handshake_deadlines_.empty()) next = std::min(next, handshake_deadlines_.front().first);
   if (accept_paused_) next = std::min(next, accept_resume_at_);
   if (next == Clock::time_point::max()) return -1;
   auto left = std::chrono::duration_cast<std::chrono::microseconds>(next - Clock::now()).count();
@@ -180,10 +213,29 @@ void TcpStoreServerImpl::accept_all() {
       accept_resume_at_ = Clock::now() + std::chrono::milliseconds(kAcceptPauseMs);
       return;
     }
+    admit(fd, address, length);
+  }
+}
+
+// Takes a freshly accepted socket into the server: watched by epoll and, before it
+// authenticates, counted against the handshake cap and given its handshake deadline.
+void TcpStoreServerImpl::admit(int fd, const sockaddr_storage& address, socklen_t length) {
+  UniqueFd owned(fd);
+  const bool needs_handshake = !options_.job_token.empty();
+  if (needs_handshake && handshaking_.load() >= options_.max_handshaking_connections) {
+    // A flood of strangers must not flood the log: the first refusal says why, the rest count.
+    if (refused_connections_.fetch_add(1) == 0)
+      COLLX_WARN(STORE,
+                 "store server: refusing a client: %llu connections are already handshaking (further refusals are "
+                 "counted, not logged)",
+                 static_cast<unsigned long long>(options_.max_handshaking_connections));
+    return;
+  }
+  try {
     auto c = std::make_unique<Connection>();
     c->id = next_id_++;
-    c->fd.reset(fd);
-    c->peer = format_sockaddr(reinterpret_cast<sockaddr*>(&address), length);
+    c->peer = format_sockaddr(reinterpret_cast<const sockaddr*>(&address), length);
+    c->handshake = StoreHandshake(options_.job_token);
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     epoll_event ev{};
@@ -191,12 +243,54 @@ void TcpStoreServerImpl::accept_all() {
     ev.data.u64 = c->id;
     if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
       COLLX_WARN(STORE, "store server: cannot watch client %s: %s", c->peer.c_str(), std::strerror(errno));
-      continue;
+      return;
     }
+    c->fd = std::move(owned);
     c->registered_events = ev.events;
-    c->authenticated = token_.empty();
+    if (needs_handshake)
+      handshake_deadlines_.emplace_back(
+          Clock::now() + std::chrono::milliseconds(std::min(options_.handshake_timeout_ms, kMaxTimeoutMs)), c->id);
     COLLX_TRACE(STORE, "store server: client %s connected", c->peer.c_str());
-    connections_.emplace(c->id, std::move(c));
+    const uint64_t id = c->id;
+    connections_.emplace(id, std::move(c));
+    if (needs_handshake) handshaking_.fetch_add(1);  // counted once it is in the table
+  } catch (const std::bad_alloc&) {
+    allocation_failures_.fetch_add(1);
+    COLLX_WARN(STORE, "store server: out of memory accepting a client; closed its connection");
+  }
+}
+
+// Runs one connection's work; memory running out in it (or any other exception, which would
+// otherwise end the process) drops that connection alone, with a warning.
+template <typename Work>
+void TcpStoreServerImpl::guarded(uint64_t id, Work&& work) {
+  try {
+    work();
+    return;
+  } catch (const std::bad_alloc&) {
+    allocation_failures_.fetch_add(1);
+    COLLX_WARN(STORE, "store server: out of memory serving a client; dropping it");
+  } catch (const std::exception& e) {
+    COLLX_WARN(STORE, "store server: %s while serving a client; dropping it", e.what());
+  }
+  if (Connection* c = find(id)) {
+    COLLX_WARN(STORE, "store server: dropped client %s", c->peer.c_str());
+    close_connection(c);
+  }
+}
+
+// Drops the connections that did not authenticate within the handshake timeout.
+void TcpStoreServerImpl::expire_handshakes() {
+  const Clock::time_point now = Clock::now();
+  while (!handshake_deadlines_.empty() && handshake_deadlines_.front().first <= now) {
+    const uint64_t id = handshake_deadlines_.front().second;
+    handshake_deadlines_.pop_front();
+    Connection* c = find(id);
+    if (c == nullptr || c->handshake.authenticated()) continue;
+    handshake_timeouts_.fetch_add(1);
+    COLLX_WARN(STORE, "store server: dropping client %s: it did not authenticate within %lld ms", c->peer.c_str(),
+               static_cast<long long>(options_.handshake_timeout_ms));
+    close_connection(c);
   }
 }
 
@@ -223,12 +317,21 @@ void TcpStoreServerImpl::on_connection_event(uint64_t id, uint32_t events) {
 bool TcpStoreServerImpl::read_input(Connection* c) {
   for (int i = 0; i < kReadsPerEvent && c->wants_read(); ++i) {
     const size_t old_size = c->input.size();
+    // Before authenticating, a connection gets no more room than the handshake needs (the
+    // whole buffer counts, parsed bytes included, so its allocation stays that small).
+    const size_t chunk = std::min(kReadChunkBytes, c->handshake.input_room(old_size));
+    if (chunk == 0) break;  // a handshake that does not fit: its deadline drops it
     // Size the buffer for a large frame once rather than doubling up to it: every doubling
     // copies and faults in fresh pages.
-    c->input.reserve(c->input_start + peek_frame_bytes(c->input.data() + c->input_start, c->unparsed(), false) +
-                     kReadChunkBytes);
-    c->input.resize(old_size + kReadChunkBytes);
-    ssize_t n = recv_some(c->fd.get(), c->input.data() + old_size, kReadChunkBytes);
+    if (c->handshake.authenticated())
+      c->input.reserve(c->input_start + peek_frame_bytes(c->input.data() + c->input_start, c->unparsed(), false) +
+                       kReadChunkBytes);
+    else
+      c->input.reserve(StoreHandshake::kMaxInputBytes);
+    c->input.resize(old_size + chunk);
+    ssize_t n = recv_some(c->fd.get(), c->input.data() + old_size, chunk);
+    if (!c->handshake.authenticated())
+      max_unauthenticated_input_.store(std::max<uint64_t>(max_unauthenticated_input_.load(), c->input.capacity()));
     c->input.resize(old_size + (n > 0 ? static_cast<size_t>(n) : 0));
     if (n == 0) {
       // Complete requests still queued (behind a wait) are just abandoned; a partial frame
@@ -251,7 +354,7 @@ bool TcpStoreServerImpl::read_input(Connection* c) {
     const uint64_t id = c->id;
     process_requests(c);
     if (find(id) == nullptr) return false;
-    if (static_cast<size_t>(n) < kReadChunkBytes) break;  // drained the socket
+    if (static_cast<size_t>(n) < chunk) break;  // drained the socket
   }
   return true;
 }
@@ -269,7 +372,15 @@ void TcpStoreServerImpl::process_requests(Connection* c) {
   while (!c->closing && !c->blocked()) {
     Request request;
     size_t frame_bytes = 0;
-    Status status = decode_request(c->input.data() + c->input_start, c->unparsed(), &request, &frame_bytes);
+    // Before authenticating, the header alone decides: a frame other than the handshake is
+    // refused before its body is read.
+    Status status = c->handshake.screen(c->input.data() + c->input_start, c->unparsed());
+    if (!status.ok()) {
+      refused_handshakes_.fetch_add(1);
+      protocol_violation(c, status);
+      return;
+    }
+    status = decode_request(c->input.data() + c->input_start, c->unparsed(), &request, &frame_bytes);
     if (!status.ok()) {
       protocol_violation(c, status);
       return;
@@ -290,17 +401,30 @@ void TcpStoreServerImpl::process_requests(Connection* c) {
 }
 
 void TcpStoreServerImpl::handle(Connection* c, Request request) {
+  if (options_.before_request) options_.before_request();
   Reply reply;
   reply.opcode = request.opcode;
   reply.request_id = request.request_id;
-  if (!authenticate(c, request, &reply)) return;
+  const bool was_authenticated = c->handshake.authenticated();
+  bool answered = false;
+  Status status = c->handshake.on_request(request, &reply, &answered);
+  if (!status.ok()) {
+    if (!was_authenticated) refused_handshakes_.fetch_add(1);
+    refuse(c, reply, status);
+    return;
+  }
+  if (!was_authenticated && c->handshake.authenticated()) handshaking_.fetch_sub(1);
+  if (answered) {
+    send_reply(c, reply);
+    return;
+  }
   switch (request.opcode) {
     case Opcode::kHello:
-    case Opcode::kAuth: break;  // answered by authenticate()
+    case Opcode::kAuth: break;  // answered by the handshake
     case Opcode::kPing: break;
     case Opcode::kSet:
-      table_.set(request.key, std::move(request.value));
-      key_stored(request.key);
+      status = table_.set(request.key, std::move(request.value));
+      if (status.ok()) key_stored(request.key);
       break;
     case Opcode::kGet:
       if (const Bytes* value = table_.find(request.key)) {
@@ -310,16 +434,16 @@ void TcpStoreServerImpl::handle(Connection* c, Request request) {
       request.keys.assign(1, request.key);
       park(c, std::move(request), 0);
       return;
-    case Opcode::kAdd: {
-      Status status = table_.add(request.key, request.delta, &reply.new_value);
-      reply.status = status.code();
-      reply.message = status.message();
+    case Opcode::kAdd:
+      status = table_.add(request.key, request.delta, &reply.new_value);
       if (status.ok()) key_stored(request.key);
       break;
-    }
-    case Opcode::kCompareSet:
-      if (table_.compare_set(request.key, request.expected, request.value, &reply.value)) key_stored(request.key);
+    case Opcode::kCompareSet: {
+      bool stored = false;
+      status = table_.compare_set(request.key, request.expected, request.value, &reply.value, &stored);
+      if (stored) key_stored(request.key);
       break;
+    }
     case Opcode::kWait:
       if (const std::string* missing = table_.first_missing(request.keys)) {
         size_t index = static_cast<size_t>(missing - request.keys.data());
@@ -329,42 +453,9 @@ void TcpStoreServerImpl::handle(Connection* c, Request request) {
       break;
     case Opcode::kDelete: table_.remove(request.key); break;
   }
+  reply.status = status.code();
+  reply.message = status.message();
   send_reply(c, reply);
-}
-
-// The job token gate, run before any request is processed: answers HELLO (with a fresh
-// challenge) and AUTH into *reply, and refuses, logs and drops a connection that sends
-// anything else before authenticating or answers its challenge wrongly. False when the
-// request must not be processed further (the connection is closing).
-bool TcpStoreServerImpl::authenticate(Connection* c, const Request& request, Reply* reply) {
-  if (request.opcode == Opcode::kHello) {
-    reply->server_version = kProtocolVersion;
-    if (token_.empty()) return true;
-    auth::Nonce nonce;
-    Status status = auth::make_nonce(&nonce);
-    if (!status.ok()) {
-      refuse(c, *reply, status);
-      return false;
-    }
-    c->challenge.assign(nonce.begin(), nonce.end());
-    reply->challenge = c->challenge;
-    return true;
-  }
-  if (request.opcode == Opcode::kAuth) {
-    Status status = store_auth_check_client(token_, c->challenge, request, &reply->mac);
-    c->challenge.clear();  // one answer per challenge: no second guess
-    if (!status.ok()) {
-      refuse(c, *reply, status);
-      return false;
-    }
-    c->authenticated = true;
-    return true;
-  }
-  if (c->authenticated) return true;
-  refuse(c, *reply,
-         make_status(COLLX_ERR_PROTOCOL, "%s before authenticating: this store requires the job token (COLLX_JOB_TOKEN)",
-                     opcode_name(request.opcode)));
-  return false;
 }
 
 void TcpStoreServerImpl::park(Connection* c, Request request, size_t missing_index) {
@@ -432,8 +523,11 @@ void TcpStoreServerImpl::expire_timeouts() {
       timeouts_.erase(timeouts_.begin());
       continue;
     }
-    const char* operation = c->parked.opcode == Opcode::kGet ? "get" : "wait";
-    finish_wait(c, store_timeout_status(operation, c->parked.timeout_ms, c->parked.keys[c->missing_index]));
+    // A failure here drops c, which takes its entry out of timeouts_: the loop moves on.
+    guarded(c->id, [&] {
+      const char* operation = c->parked.opcode == Opcode::kGet ? "get" : "wait";
+      finish_wait(c, store_timeout_status(operation, c->parked.timeout_ms, c->parked.keys[c->missing_index]));
+    });
   }
 }
 
@@ -528,25 +622,56 @@ void TcpStoreServerImpl::close_after_error(Connection* c, Reply reply, const Sta
 
 void TcpStoreServerImpl::close_connection(Connection* c) {
   drop_waiter(c);
+  if (!c->handshake.authenticated()) handshaking_.fetch_sub(1);
   // Closing the descriptor removes it from the epoll set.
   connections_.erase(c->id);
 }
 
 }  // namespace
 
+Status tcp_store_server_options_from_settings(TcpStoreServerOptions* out) {
+  TcpStoreServerOptions options;
+  COLLX_RETURN_IF_ERROR(auth::job_token_from_settings(&options.job_token));
+  int64_t max_keys = static_cast<int64_t>(options.max_keys);
+  COLLX_RETURN_IF_ERROR(setting_int(SettingId::STORE_MAX_KEYS, &max_keys));
+  if (max_keys < 1)
+    return make_status(COLLX_ERR_INVALID_ARG, "COLLX_STORE_MAX_KEYS=%lld: the store must hold at least one key",
+                       static_cast<long long>(max_keys));
+  options.max_keys = static_cast<uint64_t>(max_keys);
+  COLLX_RETURN_IF_ERROR(setting_size(SettingId::STORE_MAX_BYTES, &options.max_bytes));
+  *out = std::move(options);
+  return Status::Ok();
+}
+
 Status start_tcp_store_server(const std::string& address, std::unique_ptr<TcpStoreServer>* out,
                               bool* address_in_use) {
   if (address_in_use) *address_in_use = false;
-  std::string token;
-  COLLX_RETURN_IF_ERROR(auth::job_token_from_settings(&token));
-  return start_tcp_store_server(address, token, out, address_in_use);
+  TcpStoreServerOptions options;
+  COLLX_RETURN_IF_ERROR(tcp_store_server_options_from_settings(&options));
+  return start_tcp_store_server(address, options, out, address_in_use);
 }
 
 Status start_tcp_store_server(const std::string& address, const std::string& job_token,
                               std::unique_ptr<TcpStoreServer>* out, bool* address_in_use) {
   if (address_in_use) *address_in_use = false;
+  TcpStoreServerOptions options;
+  COLLX_RETURN_IF_ERROR(tcp_store_server_options_from_settings(&options));
+  options.job_token = job_token;
+  return start_tcp_store_server(address, options, out, address_in_use);
+}
+
+Status start_tcp_store_server(const std::string& address, const TcpStoreServerOptions& options,
+                              std::unique_ptr<TcpStoreServer>* out, bool* address_in_use) {
+  if (address_in_use) *address_in_use = false;
   if (out == nullptr) return make_status(COLLX_ERR_INVALID_ARG, "start_tcp_store_server: out is null");
-  COLLX_RETURN_IF_ERROR(auth::check_token_usable(job_token));
+  if (options.handshake_timeout_ms <= 0 || options.max_handshaking_connections == 0)
+    return make_status(COLLX_ERR_INVALID_ARG,
+                       "start_tcp_store_server: handshake_timeout_ms (%lld) and max_handshaking_connections (%llu) "
+                       "must be positive",
+                       static_cast<long long>(options.handshake_timeout_ms),
+                       static_cast<unsigned long long>(options.max_handshaking_connections));
+  COLLX_RETURN_IF_ERROR(auth::check_token_usable(options.job_token));
+  COLLX_RETURN_IF_ERROR(auth::check_token_required(options.job_token, "TCP store server at " + address));
   HostPort where;
   COLLX_RETURN_IF_ERROR(parse_host_port(address, &where));
   UniqueFd listen_fd;
@@ -564,13 +689,18 @@ Status start_tcp_store_server(const std::string& address, const std::string& job
   ev.data.u64 = kListenToken;
   if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, listen_fd.get(), &ev) != 0)
     return system_error("store server: epoll_ctl", errno);
+  sockaddr_storage bound{};
+  socklen_t bound_length = sizeof bound;
+  if (::getsockname(listen_fd.get(), reinterpret_cast<sockaddr*>(&bound), &bound_length) == 0)
+    auth::warn_if_exposed(reinterpret_cast<const sockaddr*>(&bound), format_host_port(where.host, port),
+                          options.job_token, "the TCP store server");
   // Clients of a server bound to every interface reach it through loopback.
   std::string connect_host = where.host;
   if (connect_host == "0.0.0.0") connect_host = "127.0.0.1";
   if (connect_host == "::") connect_host = "::1";
   COLLX_INFO(STORE, "store server listening on %s%s", format_host_port(where.host, port).c_str(),
-             job_token.empty() ? "" : " (job token required)");
-  *out = std::make_unique<TcpStoreServerImpl>(connect_host, port, job_token, std::move(listen_fd), std::move(wake_fd),
+             options.job_token.empty() ? "" : " (job token required)");
+  *out = std::make_unique<TcpStoreServerImpl>(connect_host, port, options, std::move(listen_fd), std::move(wake_fd),
                                               std::move(epoll_fd));
   return Status::Ok();
 }

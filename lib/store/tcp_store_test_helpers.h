@@ -81,6 +81,10 @@ class RawClient {
   void send_bytes(const Bytes& bytes) {
     ASSERT_EQ(::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
   }
+  // Like send_bytes, but false instead of a failure once the server has closed the connection.
+  bool try_send(const Bytes& bytes) {
+    return ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
   void close() { fd_.reset(); }
   // Everything the server sends until it closes the connection; false if it has not closed
   // it within 5 s.

@@ -4,6 +4,7 @@
 // buffer (the real peer's message arrives intact afterwards); a token on one side only is an
 // error that says so.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include "lib/common/auth.h"
 #include "transports/tcp/tcp_fake_peer.h"
@@ -98,6 +99,30 @@ TEST(TcpAuth, WireVersionMismatchIsStillReported) {
   std::string why;
   EXPECT_FALSE(tcp::decode_hello(hello, &out, &why));
   EXPECT_NE(why.find("wire version 1"), std::string::npos) << why;
+}
+
+// COLLX_REQUIRE_TOKEN=1: a transport without a token is an error naming the rank and the fix,
+// before anything listens; with a token it is created as usual.
+TEST(TcpAuth, RequireTokenRefusesATransportWithoutOne) {
+  TcpTransportParams params;
+  params.rank = 0;
+  params.size = 1;
+  params.deadline = Deadline::after_ms(5000);
+  ::setenv("COLLX_REQUIRE_TOKEN", "1", 1);
+  std::unique_ptr<TcpTransport> transport;
+  Status without = create_tcp_transport(params, &transport);
+  Status with = Status::Ok();
+  if (!skip_without_openssl()) {
+    params.job_token = kToken;
+    std::unique_ptr<TcpTransport> tokened;
+    with = create_tcp_transport(params, &tokened);
+  }
+  ::unsetenv("COLLX_REQUIRE_TOKEN");
+  EXPECT_EQ(without.code(), COLLX_ERR_INVALID_USAGE) << without.message();
+  EXPECT_FALSE(transport);
+  EXPECT_NE(without.message().find("TCP transport of rank 0: COLLX_REQUIRE_TOKEN=1"), std::string::npos)
+      << without.message();
+  EXPECT_TRUE(with.ok()) << with.message();
 }
 
 }  // namespace

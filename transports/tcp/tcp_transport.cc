@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "lib/common/auth.h"
+#include "lib/common/auth_policy.h"
 #include "lib/common/log.h"
 #include "lib/common/settings.h"
 #include "transports/tcp/tcp_engine.h"
@@ -51,7 +52,8 @@ static Status validate(const TcpTransportParams& p) {
     return make_status(COLLX_ERR_INVALID_ARG, "TCP transport: no bootstrap to exchange addresses");
   }
   if (p.hello_timeout_ms <= 0) return make_status(COLLX_ERR_INVALID_ARG, "TCP transport: hello_timeout_ms must be > 0");
-  return auth::check_token_usable(p.job_token);
+  COLLX_RETURN_IF_ERROR(auth::check_token_usable(p.job_token));
+  return auth::check_token_required(p.job_token, "TCP transport of rank " + std::to_string(p.rank));
 }
 
 // Peers' addresses come off the network: shown in errors only sanitised and bounded.
@@ -74,6 +76,7 @@ Status create_tcp_transport(const TcpTransportParams& params, std::unique_ptr<Tc
   // Every higher rank connects all its sockets at once: the backlog must hold them.
   int backlog = std::max(128, params.size * params.sockets_per_peer + 16);
   COLLX_RETURN_IF_ERROR(tcp::listen_on(local, backlog, &listener, &bound, params.socket_buffer_bytes));
+  auth::warn_if_exposed(bound.sa(), bound.to_string(), params.job_token, "the TCP transport");
   COLLX_INFO(NET, "rank %d: TCP transport listening on %s (%s); %d sockets per peer, striping from %zu bytes, "
                   "unexpected budget %zu bytes",
              params.rank, bound.to_string().c_str(), why.c_str(), params.sockets_per_peer, params.stripe_min_bytes,
