@@ -1,0 +1,24 @@
+// How a torch process group's collx communicator finds its peers, with nothing but the c10d
+// store torch hands the backend: group rank 0 hosts a collx TCP store on a free port of this
+// host and publishes "hostname:port" under kStoreAddressKey of the c10d store (torch prefixes
+// the key per group); the other ranks read it and connect. Users set no extra variables.
+#pragma once
+
+#include <chrono>
+
+#include <c10/util/intrusive_ptr.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "collx/collx.h"
+
+namespace collx_torch {
+
+constexpr const char* kStoreAddressKey = "collx_torch/store_address";
+
+// Creates this rank's communicator of `size` ranks; `timeout` becomes its deadline for every
+// blocking call (and bounds the bootstrap). Throws CollxError with collx's message on failure.
+// The caller owns the result (collx_comm_destroy).
+collx_comm_t create_communicator(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                 std::chrono::milliseconds timeout);
+
+}  // namespace collx_torch
