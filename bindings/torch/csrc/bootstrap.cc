@@ -66,7 +66,7 @@ collx_store_t join_store(const std::string& address, int64_t timeout_ms) {
 
 }  // namespace
 
-collx_comm_t create_communicator(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+GroupHandles create_communicator(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                  std::chrono::milliseconds timeout) {
   const int64_t timeout_ms = timeout.count() > 0 ? timeout.count() : -1;
   collx_store_t collx_store = nullptr;
@@ -86,12 +86,16 @@ collx_comm_t create_communicator(const c10::intrusive_ptr<c10d::Store>& store, i
   config.store = collx_store;
   config.timeout_ms = timeout_ms;
   config.name = "torch";
-  collx_comm_t comm = nullptr;
-  collx_status_t status = collx_comm_create(&config, &comm);
-  collx_store_destroy(collx_store);  // the communicator holds its own reference
-  check_status(status, nullptr, "process group creation (rank " + std::to_string(rank) + " of " +
-                                    std::to_string(size) + ")");
-  return comm;
+  GroupHandles handles;
+  handles.store = collx_store;
+  collx_status_t status = collx_comm_create(&config, &handles.comm);
+  if (status != COLLX_OK) {
+    CollxError error = error_from_status(status, nullptr, "process group creation (rank " + std::to_string(rank) +
+                                                              " of " + std::to_string(size) + ")");
+    collx_store_destroy(collx_store);
+    throw error;
+  }
+  return handles;
 }
 
 }  // namespace collx_torch

@@ -15,10 +15,18 @@ namespace collx_torch {
 
 constexpr const char* kStoreAddressKey = "collx_torch/store_address";
 
+// This rank's communicator and the collx store it was bootstrapped through. The store handle
+// is kept for the communicator's lifetime: on rank 0 it hosts the server, which stops when the
+// handle is destroyed, and peers may still be bootstrapping (or shrinking) through it.
+struct GroupHandles {
+  collx_store_t store = nullptr;
+  collx_comm_t comm = nullptr;
+};
+
 // Creates this rank's communicator of `size` ranks; `timeout` becomes its deadline for every
 // blocking call (and bounds the bootstrap). Throws CollxError with collx's message on failure.
-// The caller owns the result (collx_comm_destroy).
-collx_comm_t create_communicator(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+// The caller owns both handles: collx_comm_destroy, then collx_store_destroy.
+GroupHandles create_communicator(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                  std::chrono::milliseconds timeout);
 
 }  // namespace collx_torch

@@ -1,6 +1,5 @@
 #include "bindings/torch/csrc/process_group.h"
 
-#include "bindings/torch/csrc/bootstrap.h"
 #include "bindings/torch/csrc/collx_error.h"
 #include "bindings/torch/csrc/type_map.h"
 
@@ -9,7 +8,8 @@ namespace collx_torch {
 ProcessGroupCollx::ProcessGroupCollx(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                      std::chrono::milliseconds timeout)
     : c10d::ProcessGroup(rank, size),
-      comm_(create_communicator(store, rank, size, timeout)),
+      handles_(create_communicator(store, rank, size, timeout)),
+      comm_(handles_.comm),
       completions_(std::make_unique<CompletionQueue>(comm_)) {
   init();
 }
@@ -17,6 +17,7 @@ ProcessGroupCollx::ProcessGroupCollx(const c10::intrusive_ptr<c10d::Store>& stor
 ProcessGroupCollx::~ProcessGroupCollx() {
   completions_.reset();  // waits for pending operations before the communicator goes
   collx_comm_destroy(comm_);
+  collx_store_destroy(handles_.store);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::enqueue(c10d::OpType type, const std::string& what,

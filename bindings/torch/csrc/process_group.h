@@ -16,6 +16,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "bindings/torch/csrc/bootstrap.h"
 #include "bindings/torch/csrc/completion_queue.h"
 #include "collx/collx.h"
 
@@ -80,7 +81,8 @@ class ProcessGroupCollx : public c10d::ProcessGroup {
   // 0 <= rank < size.
   void check_rank(int64_t rank, const char* role, const std::string& what) const;
 
-  collx_comm_t comm_ = nullptr;
+  GroupHandles handles_;
+  collx_comm_t comm_ = nullptr;  // handles_.comm
   std::unique_ptr<CompletionQueue> completions_;
 };
 

@@ -79,9 +79,10 @@ def launch(script, size, deadline_s, args=(), killed_ranks=()):
     return outputs
 
 
-def main(script, worker, worlds, deadline_s):
+def main(script, worker, worlds, deadline_s, killed_ranks=()):
     """The test's entry point: a rank runs worker() (exit 1 with the traceback on failure);
-    the launcher runs one world per size in `worlds` and prints what rank 0 printed."""
+    the launcher runs one world per size in `worlds` and prints what rank 0 printed.
+    killed_ranks may die by a signal (the test kills them)."""
     require_plugin()
     if is_worker():
         try:
@@ -94,5 +95,5 @@ def main(script, worker, worlds, deadline_s):
         return
     for size in worlds:
         start = time.monotonic()
-        outputs = launch(script, size, deadline_s)
+        outputs = launch(script, size, deadline_s, killed_ranks=killed_ranks)
         print("world of %d passed in %.1fs; rank 0 said:\n%s" % (size, time.monotonic() - start, outputs[0]))
