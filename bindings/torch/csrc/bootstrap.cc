@@ -1,6 +1,7 @@
 #include "bindings/torch/csrc/bootstrap.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -34,9 +35,16 @@ int pick_free_port() {
   return port;
 }
 
+// This host's name as peers can reach it; the loopback address where the name does not
+// resolve (a container without a hosts entry: then only ranks of this host can join).
 std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "127.0.0.1";
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name, nullptr, &hints, &found) != 0) return "127.0.0.1";
+  ::freeaddrinfo(found);
   return name;
 }
 

@@ -28,6 +28,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::enqueue(c10d::OpType type, con
   collx_opts_t opts;
   collx_opts_init(&opts, sizeof opts);
   if (timeout.count() > 0) opts.timeout_ms = timeout.count();  // else the group's timeout
+  std::lock_guard<std::mutex> lock(post_mutex_);
   PendingOp op;
   check_status(post(&opts, &op.request), comm_, what);
   op.work = c10::make_intrusive<CollxWork>(getRank(), type, what, std::move(results));

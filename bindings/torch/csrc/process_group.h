@@ -3,13 +3,15 @@
 // CollxWork that the CompletionQueue completes. Errors found before posting (bad tensors,
 // unsupported dtypes or ops, a communicator already failed) raise at once; errors of the
 // operation itself (mismatch, dead peer, deadline) surface from wait() and the future.
-// Thread safety: as c10d requires, one thread posts operations at a time; Work objects may
-// be waited on from any thread.
+// Thread safety: operations may be posted from several threads (they are serialised; every
+// rank must still post the same operations in the same order); Work objects may be waited on
+// from any thread.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -81,6 +83,9 @@ class ProcessGroupCollx : public c10d::ProcessGroup {
   // 0 <= rank < size.
   void check_rank(int64_t rank, const char* role, const std::string& what) const;
 
+  // collx takes one posting thread at a time per communicator, and the completion queue
+  // must see operations in posting order: posts from several threads are serialised here.
+  std::mutex post_mutex_;
   GroupHandles handles_;
   collx_comm_t comm_ = nullptr;  // handles_.comm
   std::unique_ptr<CompletionQueue> completions_;
