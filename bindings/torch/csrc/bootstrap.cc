@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,36 +75,35 @@ collx_store_t join_store(const std::string& address, int64_t timeout_ms) {
 
 }  // namespace
 
-GroupHandles create_communicator(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+GroupHandles::~GroupHandles() {
+  collx_comm_destroy(comm_);
+  collx_store_destroy(store_);
+}
+
+std::unique_ptr<GroupHandles> create_communicator(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                  std::chrono::milliseconds timeout) {
   const int64_t timeout_ms = timeout.count() > 0 ? timeout.count() : -1;
-  collx_store_t collx_store = nullptr;
+  std::unique_ptr<collx_store_s, decltype(&collx_store_destroy)> collx_store(nullptr, &collx_store_destroy);
   if (rank == 0) {
     std::string address;
-    collx_store = host_store(timeout_ms, &address);
+    collx_store.reset(host_store(timeout_ms, &address));
     store->set(kStoreAddressKey, std::vector<uint8_t>(address.begin(), address.end()));
   } else {
     std::vector<uint8_t> value = store->get(kStoreAddressKey);  // bounded by the c10d store's timeout
-    collx_store = join_store(std::string(value.begin(), value.end()), timeout_ms);
+    collx_store.reset(join_store(std::string(value.begin(), value.end()), timeout_ms));
   }
 
   collx_config_t config;
   collx_config_init(&config, sizeof config);
   config.rank = rank;
   config.world_size = size;
-  config.store = collx_store;
+  config.store = collx_store.get();
   config.timeout_ms = timeout_ms;
   config.name = "torch";
-  GroupHandles handles;
-  handles.store = collx_store;
-  collx_status_t status = collx_comm_create(&config, &handles.comm);
-  if (status != COLLX_OK) {
-    CollxError error = error_from_status(status, nullptr, "process group creation (rank " + std::to_string(rank) +
-                                                              " of " + std::to_string(size) + ")");
-    collx_store_destroy(collx_store);
-    throw error;
-  }
-  return handles;
+  collx_comm_t comm = nullptr;
+  check_status(collx_comm_create(&config, &comm), nullptr,
+               "process group creation (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")");
+  return std::make_unique<GroupHandles>(collx_store.release(), comm);
 }
 
 }  // namespace collx_torch

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 
 #include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -18,15 +19,23 @@ constexpr const char* kStoreAddressKey = "collx_torch/store_address";
 // This rank's communicator and the collx store it was bootstrapped through. The store handle
 // is kept for the communicator's lifetime: on rank 0 it hosts the server, which stops when the
 // handle is destroyed, and peers may still be bootstrapping (or shrinking) through it.
-struct GroupHandles {
-  collx_store_t store = nullptr;
-  collx_comm_t comm = nullptr;
+class GroupHandles {
+ public:
+  GroupHandles(collx_store_t store, collx_comm_t comm) : store_(store), comm_(comm) {}
+  ~GroupHandles();  // destroys the communicator, then the store
+  GroupHandles(const GroupHandles&) = delete;
+  GroupHandles& operator=(const GroupHandles&) = delete;
+
+  collx_comm_t comm() const { return comm_; }
+
+ private:
+  collx_store_t store_;
+  collx_comm_t comm_;
 };
 
 // Creates this rank's communicator of `size` ranks; `timeout` becomes its deadline for every
 // blocking call (and bounds the bootstrap). Throws CollxError with collx's message on failure.
-// The caller owns both handles: collx_comm_destroy, then collx_store_destroy.
-GroupHandles create_communicator(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+std::unique_ptr<GroupHandles> create_communicator(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                  std::chrono::milliseconds timeout);
 
 }  // namespace collx_torch

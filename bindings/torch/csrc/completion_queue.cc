@@ -1,6 +1,7 @@
 #include "bindings/torch/csrc/completion_queue.h"
 
 #include "bindings/torch/csrc/collx_error.h"
+#include "bindings/torch/csrc/gil.h"
 
 namespace collx_torch {
 
@@ -12,13 +13,16 @@ CompletionQueue::~CompletionQueue() {
     stopping_ = true;
   }
   cv_.notify_all();
+  ReleaseGilIfHeld unlocked;  // the operations being completed may need the GIL
   thread_.join();
 }
 
 void CompletionQueue::push(PendingOp op) {
+  std::vector<PendingOp> release;  // destroyed here, on the posting thread, after the lock
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(op));
+    release.swap(finished_);
   }
   cv_.notify_all();
 }
@@ -52,8 +56,9 @@ void CompletionQueue::finish(PendingOp& op) {
       error = std::current_exception();
     }
   }
-  op.buffers.clear();
   op.work->complete(error);
+  std::lock_guard<std::mutex> lock(mutex_);
+  finished_.push_back(std::move(op));
 }
 
 }  // namespace collx_torch

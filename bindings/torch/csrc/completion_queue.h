@@ -2,6 +2,11 @@
 // nonblocking operations in the order they were posted, so one thread waits for them in
 // that order: it waits on each request (its collx deadline bounds the wait), copies results
 // out of staging buffers, and completes the Work and its future.
+//
+// The thread never drops the last reference to a tensor: releasing a tensor that Python
+// created takes the GIL, which a Python thread may hold while it waits for this one.
+// Finished operations are handed back instead and released by the next push (the posting
+// thread) or by the destructor after the join (which it waits for without the GIL).
 #pragma once
 
 #include <condition_variable>
@@ -48,6 +53,7 @@ class CompletionQueue {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<PendingOp> queue_;
+  std::vector<PendingOp> finished_;  // completed, holding their tensors until released
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -20,6 +20,7 @@
 
 #include "bindings/torch/csrc/bootstrap.h"
 #include "bindings/torch/csrc/completion_queue.h"
+#include "bindings/torch/csrc/type_map.h"
 #include "collx/collx.h"
 
 namespace collx_torch {
@@ -31,7 +32,7 @@ class ProcessGroupCollx : public c10d::ProcessGroup {
   ProcessGroupCollx(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                     std::chrono::milliseconds timeout);
   // Completes pending operations (each ends by its deadline), then destroys the communicator.
-  ~ProcessGroupCollx() override;
+  ~ProcessGroupCollx() override = default;
 
   const std::string getBackendName() const override { return "collx"; }
 
@@ -70,15 +71,23 @@ class ProcessGroupCollx : public c10d::ProcessGroup {
                                           const c10d::AllToAllOptions& opts) override;
 
  private:
-  // Posts one collx call: `post` gets the per-call options and the request to fill, and
-  // returns collx's status. `results` are what the Work's future yields, `buffers` every
-  // tensor the call touches (kept alive until it ends), `on_success` the copies out of staging
-  // buffers run once it succeeded.
+  // Posts one collx call: `post` gets the per-call options (the call's timeout, and the
+  // scalar of a PREMUL_SUM `op`) and the request to fill, and returns collx's status.
+  // `results` are what the Work's future yields, `buffers` every tensor the call touches
+  // (kept alive until it ends), `on_success` the copies out of staging buffers run once it
+  // succeeded.
   using Post = std::function<collx_status_t(const collx_opts_t*, collx_request_t*)>;
-  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const std::string& what,
-                                         std::chrono::milliseconds timeout, const Post& post,
-                                         std::vector<at::Tensor> results, std::vector<at::Tensor> buffers,
-                                         std::function<void()> on_success = {});
+  struct Call {
+    c10d::OpType type;
+    std::string what;
+    std::chrono::milliseconds timeout = c10d::kUnsetTimeout;
+    CollxOp op;
+  };
+  c10::intrusive_ptr<c10d::Work> enqueue(const Call& call, const Post& post, std::vector<at::Tensor> results,
+                                         std::vector<at::Tensor> buffers, std::function<void()> on_success = {});
+  // send (type SEND) and recv (RECV).
+  c10::intrusive_ptr<c10d::Work> point_to_point(c10d::OpType type, std::vector<at::Tensor>& tensors, int peer,
+                                                int tag);
   // COLLX_ERR_INVALID_ARG naming `role` ("root", "destination", "source") unless
   // 0 <= rank < size.
   void check_rank(int64_t rank, const char* role, const std::string& what) const;
@@ -86,8 +95,9 @@ class ProcessGroupCollx : public c10d::ProcessGroup {
   // collx takes one posting thread at a time per communicator, and the completion queue
   // must see operations in posting order: posts from several threads are serialised here.
   std::mutex post_mutex_;
-  GroupHandles handles_;
-  collx_comm_t comm_ = nullptr;  // handles_.comm
+  const std::unique_ptr<GroupHandles> handles_;
+  const collx_comm_t comm_;  // handles_->comm()
+  // Declared last: destroyed first, completing pending operations while the communicator lives.
   std::unique_ptr<CompletionQueue> completions_;
 };
 

@@ -62,7 +62,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::allgather(std::vector<std::vec
     return collx_iallgather(input.data_ptr(), flat.data_ptr(), input.numel(), type, comm_, o, request);
   };
   std::vector<at::Tensor> results = outputs[0];
-  return enqueue(c10d::OpType::ALLGATHER, what, opts.timeout, post, results, {input, flat},
+  return enqueue({c10d::OpType::ALLGATHER, what, opts.timeout, {}}, post, results, {input, flat},
                  [flat, results] { copy_blocks_out(flat, results); });
 }
 
@@ -76,7 +76,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::_allgather_base(at::Tensor& ou
   auto post = [&](const collx_opts_t* o, collx_request_t* request) {
     return collx_iallgather(input.data_ptr(), output.data_ptr(), input.numel(), type, comm_, o, request);
   };
-  return enqueue(c10d::OpType::_ALLGATHER_BASE, what, opts.timeout, post, {output}, {input, output});
+  return enqueue({c10d::OpType::_ALLGATHER_BASE, what, opts.timeout, {}}, post, {output}, {input, output});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -100,7 +100,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::gather(std::vector<std::vector
   auto post = [&](const collx_opts_t* o, collx_request_t* request) {
     return collx_iallgather(input.data_ptr(), flat.data_ptr(), input.numel(), type, comm_, o, request);
   };
-  return enqueue(c10d::OpType::GATHER, what, opts.timeout, post, results, {input, flat},
+  return enqueue({c10d::OpType::GATHER, what, opts.timeout, {}}, post, results, {input, flat},
                  [flat, results] { copy_blocks_out(flat, results); });
 }
 
@@ -128,7 +128,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::scatter(std::vector<at::Tensor
                             static_cast<int32_t>(opts.rootRank), comm_, o, request);
   };
   at::Tensor mine = flat.narrow(0, getRank() * output.numel(), output.numel());
-  return enqueue(c10d::OpType::SCATTER, what, opts.timeout, post, outputs, {flat, output},
+  return enqueue({c10d::OpType::SCATTER, what, opts.timeout, {}}, post, outputs, {flat, output},
                  [mine, output] { output.view({-1}).copy_(mine); });
 }
 
@@ -143,12 +143,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::reduce_scatter(std::vector<at:
   CollxOp op = to_collx_op(opts.reduceOp, what);
   at::Tensor flat = concat_flat(inputs[0]);
   auto post = [&](const collx_opts_t* o, collx_request_t* request) {
-    collx_opts_t with_scalar = *o;
-    with_scalar.premul_scalar = op.premul_scalar;
-    return collx_ireduce_scatter(flat.data_ptr(), output.data_ptr(), output.numel(), type, op.op, comm_,
-                                 &with_scalar, request);
+    return collx_ireduce_scatter(flat.data_ptr(), output.data_ptr(), output.numel(), type, op.op, comm_, o,
+                                 request);
   };
-  return enqueue(c10d::OpType::REDUCE_SCATTER, what, opts.timeout, post, outputs, {flat, output});
+  return enqueue({c10d::OpType::REDUCE_SCATTER, what, opts.timeout, op}, post, outputs, {flat, output});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -160,12 +158,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::_reduce_scatter_base(at::Tenso
   collx_datatype_t type = to_collx_datatype(output.scalar_type(), what);
   CollxOp op = to_collx_op(opts.reduceOp, what);
   auto post = [&](const collx_opts_t* o, collx_request_t* request) {
-    collx_opts_t with_scalar = *o;
-    with_scalar.premul_scalar = op.premul_scalar;
-    return collx_ireduce_scatter(input.data_ptr(), output.data_ptr(), output.numel(), type, op.op, comm_,
-                                 &with_scalar, request);
+    return collx_ireduce_scatter(input.data_ptr(), output.data_ptr(), output.numel(), type, op.op, comm_, o,
+                                 request);
   };
-  return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, what, opts.timeout, post, {output}, {input, output});
+  return enqueue({c10d::OpType::_REDUCE_SCATTER_BASE, what, opts.timeout, op}, post, {output}, {input, output});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -197,7 +193,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::alltoall_base(at::Tensor& outp
     return collx_ialltoall(source.data_ptr(), output.data_ptr(), source.numel() / getSize(), type, comm_, o,
                            request);
   };
-  return enqueue(c10d::OpType::ALLTOALL_BASE, what, opts.timeout, post, {output}, {source, output});
+  return enqueue({c10d::OpType::ALLTOALL_BASE, what, opts.timeout, {}}, post, {output}, {source, output});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::alltoall(std::vector<at::Tensor>& outputs,
@@ -214,7 +210,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::alltoall(std::vector<at::Tenso
   auto post = [&](const collx_opts_t* o, collx_request_t* request) {
     return collx_ialltoall(source.data_ptr(), flat.data_ptr(), like.numel(), type, comm_, o, request);
   };
-  return enqueue(c10d::OpType::ALLTOALL, what, opts.timeout, post, outputs, {source, flat},
+  return enqueue({c10d::OpType::ALLTOALL, what, opts.timeout, {}}, post, outputs, {source, flat},
                  [flat, outputs] { copy_blocks_out(flat, outputs); });
 }
 
