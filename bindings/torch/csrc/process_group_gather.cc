@@ -34,8 +34,12 @@ at::Tensor flat_like(const at::Tensor& like, int64_t blocks) {
   return at::empty({blocks * like.numel()}, like.options());
 }
 
-void check_flat_size(const at::Tensor& big, const at::Tensor& small, int64_t size, const char* big_name,
+// The flat forms' two tensors: both usable by collx, of one dtype, `big` holding `size`
+// times the elements of `small`.
+void check_flat_pair(const at::Tensor& big, const at::Tensor& small, int64_t size, const char* big_name,
                      const std::string& what) {
+  checked(big, what);
+  checked(small, what);
   if (big.scalar_type() != small.scalar_type()) {
     throw_invalid(what, std::string(big_name) + " has dtype " + c10::toString(big.scalar_type()) +
                             ", the other tensor " + c10::toString(small.scalar_type()));
@@ -69,9 +73,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::allgather(std::vector<std::vec
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                   const c10d::AllgatherOptions& opts) {
   const std::string what = "all_gather_into_tensor";
-  checked(input, what);
-  checked(output, what);
-  check_flat_size(output, input, getSize(), "the output tensor", what);
+  check_flat_pair(output, input, getSize(), "the output tensor", what);
   collx_datatype_t type = to_collx_datatype(input.scalar_type(), what);
   auto post = [&](const collx_opts_t* o, collx_request_t* request) {
     return collx_iallgather(input.data_ptr(), output.data_ptr(), input.numel(), type, comm_, o, request);
@@ -152,9 +154,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::reduce_scatter(std::vector<at:
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                        const c10d::ReduceScatterOptions& opts) {
   const std::string what = "reduce_scatter_tensor";
-  checked(input, what);
-  checked(output, what);
-  check_flat_size(input, output, getSize(), "the input tensor", what);
+  check_flat_pair(input, output, getSize(), "the input tensor", what);
   collx_datatype_t type = to_collx_datatype(output.scalar_type(), what);
   CollxOp op = to_collx_op(opts.reduceOp, what);
   auto post = [&](const collx_opts_t* o, collx_request_t* request) {
@@ -169,9 +169,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::alltoall_base(at::Tensor& outp
                                                                 std::vector<int64_t>& input_split_sizes,
                                                                 const c10d::AllToAllOptions& opts) {
   const std::string what = "all_to_all_single";
-  checked(input, what);
-  checked(output, what);
-  check_flat_size(output, input, 1, "the output tensor", what);
+  check_flat_pair(output, input, 1, "the output tensor", what);
   const int64_t rows = input.dim() > 0 ? input.size(0) : 0;
   if (rows % getSize() != 0) {
     throw_invalid(what, "the input's first dimension (" + std::to_string(rows) +
