@@ -170,12 +170,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::alltoall_base(at::Tensor& outp
                                                                 const c10d::AllToAllOptions& opts) {
   const std::string what = "all_to_all_single";
   check_flat_pair(output, input, 1, "the output tensor", what);
-  const int64_t rows = input.dim() > 0 ? input.size(0) : 0;
+  const int64_t rows = input.dim() > 0 ? input.size(0) : 1;
   if (rows % getSize() != 0) {
     throw_invalid(what, "the input's first dimension (" + std::to_string(rows) +
                             ") does not divide by the world size " + std::to_string(getSize()));
   }
   for (const std::vector<int64_t>* splits : {&output_split_sizes, &input_split_sizes}) {
+    if (!splits->empty() && splits->size() != static_cast<size_t>(getSize())) {
+      throw_invalid(what, "a split size list has " + std::to_string(splits->size()) +
+                              " entries; expected one per rank (" + std::to_string(getSize()) + ")");
+    }
     for (int64_t split : *splits) {
       if (split != rows / getSize()) {
         throw_unsupported(what, "uneven split sizes are not supported; collx exchanges equal "
