@@ -6,6 +6,8 @@ set -euo pipefail
 required=(cmake g++ make ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev)
 # Optional parts used by the build and the baselines when present.
 optional=(libssl-dev openmpi-bin libopenmpi-dev libucx-dev libhwloc-dev iproute2)
+# The torch.distributed backend (bindings/torch, docs/torch.md) and its tests.
+optional+=(python3-torch libtorch-dev pybind11-dev python3-dev)
 
 missing=()
 for pkg in "${required[@]}" "${optional[@]}"; do
