@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs them from their seed corpus.
 #   fuzz/run.sh [TARGET|all] [RUNS]       e.g. fuzz/run.sh tcp_wire 1000000
-# TARGET: store_wire, store_handshake, tcp_wire, ucx_wire, host_identity, shm_ring or all (default); RUNS: executions
+# TARGET: store_wire, store_handshake, tcp_wire, tcp_stream, ucx_wire, host_identity, shm_ring, tune_file, flight_record,
+# collx_run_offers or all (default); RUNS: executions
 # per target (default 1000000). BUILD_DIR (default build-fuzz-clang) holds the build and the
 # corpus each run grows (BUILD_DIR/fuzz-corpus/TARGET); the checked-in seeds in
 # fuzz/corpus/TARGET are only read. One process per target (no -jobs): the fuzzers share the
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
-TARGETS_ALL="store_wire store_handshake tcp_wire ucx_wire host_identity shm_ring"
+TARGETS_ALL="store_wire store_handshake tcp_wire tcp_stream ucx_wire host_identity shm_ring tune_file flight_record collx_run_offers"
 target="${1:-all}"
 runs="${2:-1000000}"
 build="${BUILD_DIR:-build-fuzz-clang}"

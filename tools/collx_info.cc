@@ -19,6 +19,7 @@
 
 #include "collx/collx.h"
 #include "lib/common/settings.h"
+#include "lib/common/strings.h"
 #include "lib/core/launch_env.h"
 #include "lib/core/selection.h"
 #include "lib/core/tune_file.h"
@@ -90,30 +91,12 @@ struct Size {
 const Size kSizes[] = {{"8B", 8}, {"64K", 64u << 10}, {"1M", 1u << 20}, {"64M", 64u << 20}};
 const int kWorldSizes[] = {2, 4, 8};
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-const char* type_name(collx::SettingType t) {
-  switch (t) {
-    case collx::SettingType::kInt: return "integer";
-    case collx::SettingType::kSize: return "size";
-    case collx::SettingType::kBool: return "boolean";
-    default: return "string";
-  }
+// What collx-info shows as a setting's current value: secrets (the job token) only say
+// whether they are set, so a report pasted into a bug tracker gives nothing away.
+std::string shown_value(const collx::SettingInfo& s) {
+  const std::string value = collx::setting_raw(s.id);
+  if (s.type != collx::SettingType::kSecret || value.empty()) return value;
+  return "(hidden, " + std::to_string(value.size()) + " bytes)";
 }
 
 struct Report {
@@ -178,7 +161,7 @@ void print_settings() {
   for (size_t i = 0; i < count; ++i) {
     const collx::SettingInfo& s = all[i];
     const bool set = collx::setting_is_set(s.id);
-    const std::string current = collx::setting_raw(s.id);
+    const std::string current = shown_value(s);
     std::printf("  %s\n", s.name);
     std::printf("      default %s, current %s%s\n", *s.default_value ? s.default_value : "(unset)",
                 current.empty() && !set ? "(unset)" : ("'" + current + "'").c_str(),
@@ -217,20 +200,20 @@ void print_algorithms(const Report& r) {
 
 void print_json(const Report& r) {
   std::string o = "{";
-  o += "\"version\": " + json_string(collx_get_version_string());
-  o += ", \"library_version\": " + json_string(collx_get_version_string());
-  o += ", \"header_version\": " + json_string(COLLX_VERSION_STRING);
+  o += "\"version\": " + collx::json_quote(collx_get_version_string());
+  o += ", \"library_version\": " + collx::json_quote(collx_get_version_string());
+  o += ", \"header_version\": " + collx::json_quote(COLLX_VERSION_STRING);
   o += ", \"features\": [";
   for (size_t i = 0; i < sizeof(kFeatures) / sizeof(kFeatures[0]); ++i) {
     const Feature& f = kFeatures[i];
-    o += std::string(i ? ", " : "") + "{\"name\": " + json_string(f.name) + ", \"found\": " +
-         (f.found ? "true" : "false") + ", \"used\": false, \"note\": " + json_string(f.found ? f.note : "") + "}";
+    o += std::string(i ? ", " : "") + "{\"name\": " + collx::json_quote(f.name) + ", \"found\": " +
+         (f.found ? "true" : "false") + ", \"used\": false, \"note\": " + collx::json_quote(f.found ? f.note : "") + "}";
   }
   o += "], \"transports\": [";
   for (size_t i = 0; i < sizeof(kTransports) / sizeof(kTransports[0]); ++i) {
     const Transport& t = kTransports[i];
-    o += std::string(i ? ", " : "") + "{\"name\": " + json_string(t.name) + ", \"built\": " +
-         (t.built ? "true" : "false") + ", \"used\": " + (t.used ? "true" : "false") + ", \"state\": " + json_string(transport_state(r, t)) + "}";
+    o += std::string(i ? ", " : "") + "{\"name\": " + collx::json_quote(t.name) + ", \"built\": " +
+         (t.built ? "true" : "false") + ", \"used\": " + (t.used ? "true" : "false") + ", \"state\": " + collx::json_quote(transport_state(r, t)) + "}";
   }
   o += "], \"settings\": [";
   size_t count = 0;
@@ -238,11 +221,11 @@ void print_json(const Report& r) {
   for (size_t i = 0; i < count; ++i) {
     const collx::SettingInfo& s = all[i];
     const bool set = collx::setting_is_set(s.id);
-    o += std::string(i ? ", " : "") + "{\"name\": " + json_string(s.name) + ", \"type\": " +
-         json_string(type_name(s.type)) + ", \"default\": " +
-         (*s.default_value ? json_string(s.default_value) : "null") + ", \"current\": " +
-         (set || *s.default_value ? json_string(collx::setting_raw(s.id)) : "null") +
-         ", \"from_environment\": " + (set ? "true" : "false") + ", \"meaning\": " + json_string(s.meaning) + "}";
+    o += std::string(i ? ", " : "") + "{\"name\": " + collx::json_quote(s.name) + ", \"type\": " +
+         collx::json_quote(collx::setting_type_name(s.type)) + ", \"default\": " +
+         (*s.default_value ? collx::json_quote(s.default_value) : "null") + ", \"current\": " +
+         (set || *s.default_value ? collx::json_quote(shown_value(s)) : "null") +
+         ", \"from_environment\": " + (set ? "true" : "false") + ", \"meaning\": " + collx::json_quote(s.meaning) + "}";
   }
   o += "], \"algorithms\": [";
   bool first = true;
@@ -250,9 +233,9 @@ void print_json(const Report& r) {
     for (int world : kWorldSizes) {
       for (const Size& s : kSizes) {
         o += std::string(first ? "" : ", ") + "{\"collective\": " +
-             json_string(collx_coll_name(static_cast<collx_coll_t>(c))) + ", \"world_size\": " +
+             collx::json_quote(collx_coll_name(static_cast<collx_coll_t>(c))) + ", \"world_size\": " +
              std::to_string(world) + ", \"bytes\": " + std::to_string(s.bytes) + ", \"algorithm\": " +
-             json_string(collx_algorithm_name(choice(r, c, s.bytes, world))) + "}";
+             collx::json_quote(collx_algorithm_name(choice(r, c, s.bytes, world))) + "}";
         first = false;
       }
     }

@@ -24,6 +24,14 @@ check "default allreduce choice" grep -Eq '^  allreduce +2  recursive_doubling' 
 COLLX_TIMEOUT_MS=1234 "$info" settings >"$out" 2>&1
 check "settings: environment value" grep -Eq "current '1234' \(environment\)" "$out"
 
+# The job token is a secret: no report shows it, only that it is set.
+secret=collx-info-must-not-print-this-token
+for args in "" settings --json; do
+  COLLX_JOB_TOKEN=$secret "$info" $args >"$out" 2>&1
+  check "job token not printed (collx-info $args)" sh -c '! grep -q "$0" "$1"' "$secret" "$out"
+  check "job token shown as hidden (collx-info $args)" grep -q '(hidden, 36 bytes)' "$out"
+done
+
 COLLX_ALGO='allreduce:ring' "$info" algorithms >"$out" 2>&1
 check "COLLX_ALGO=allreduce:ring exit 0" test $? -eq 0
 check "ring for allreduce at 8 B" grep -Eq '^  allreduce +2  ring ' "$out"

@@ -4,6 +4,8 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -15,8 +17,21 @@ namespace hang {
 
 namespace {
 
-// The value of `"key": ` on one line of our own dump format: a string (unescaped) or a
-// number token. Empty when the key is absent.
+// The 4 hex digits at line[at...] as a number; false when there are not 4 of them.
+bool hex4(const std::string& line, size_t at, unsigned* out) {
+  if (at + 4 > line.size()) return false;
+  unsigned value = 0;
+  for (size_t i = at; i < at + 4; ++i) {
+    const char c = line[i];
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+    value = value * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  *out = value;
+  return true;
+}
+
+// The value of `"key": ` on one line of our own dump format: a string (unescaped, the
+// \u00XX escapes of json_quote included) or a number token. Empty when the key is absent.
 std::string field(const std::string& line, const std::string& key) {
   const std::string needle = "\"" + key + "\": ";
   const size_t at = line.find(needle);
@@ -25,7 +40,15 @@ std::string field(const std::string& line, const std::string& key) {
   std::string out;
   if (i < line.size() && line[i] == '"') {
     for (++i; i < line.size() && line[i] != '"'; ++i) {
-      if (line[i] == '\\' && i + 1 < line.size()) ++i;
+      if (line[i] == '\\' && i + 1 < line.size()) {
+        ++i;
+        unsigned code = 0;
+        if (line[i] == 'u' && hex4(line, i + 1, &code)) {
+          out += code <= 0xff ? static_cast<char>(code) : '?';  // the recorder escapes bytes only
+          i += 4;
+          continue;
+        }
+      }
       out += line[i];
     }
     return out;
@@ -50,6 +73,13 @@ std::string describe(const Record& r) {
   return text;
 }
 
+// later - earlier, saturated: the clock readings come from files, so any value is possible.
+int64_t elapsed_ns(int64_t later, int64_t earlier) {
+  int64_t difference = 0;
+  if (!__builtin_sub_overflow(later, earlier, &difference)) return difference;
+  return later > earlier ? INT64_MAX : INT64_MIN;
+}
+
 std::string seconds(int64_t ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ns) / 1e9);
@@ -69,7 +99,7 @@ std::string whereabouts(const RankDump& dump, const CommDump& comm) {
   if (!current) return text + ", now idle";
   text += current->state == "posted" ? ", queued " : ", now in ";
   text += describe(*current);
-  if (current->state == "running") text += " for " + seconds(dump.dumped_ns - current->start_ns);
+  if (current->state == "running") text += " for " + seconds(elapsed_ns(dump.dumped_ns, current->start_ns));
   return text;
 }
 
@@ -147,13 +177,19 @@ std::vector<std::string> analyze(const std::vector<RankDump>& dumps) {
       std::vector<std::string> not_in_it;
       const Record* sample = nullptr;
       int64_t waited = 0;
-      for (int rank = 0; rank < size; ++rank) {
-        auto it = by_rank.find(rank);
-        if (it == by_rank.end()) {
-          not_in_it.push_back("rank " + std::to_string(rank) + " (no dump)");
-          continue;
-        }
-        const RankDump& dump = *it->second;
+      // Ranks without a dump are named in ranges: the size comes from a file, so it may be
+      // far larger than the number of dumps.
+      int next = 0;
+      auto no_dump = [&not_in_it](int from, int to) {
+        if (from >= to) return;
+        not_in_it.push_back(from + 1 == to ? "rank " + std::to_string(from) + " (no dump)"
+                                           : "ranks " + std::to_string(from) + "-" + std::to_string(to - 1) + " (no dump)");
+      };
+      for (const auto& [rank, dump_of_rank] : by_rank) {
+        if (rank < 0 || rank >= size) continue;
+        no_dump(next, rank);
+        next = rank + 1;
+        const RankDump& dump = *dump_of_rank;
         const CommDump& comm = dump.comms.at(name);
         const Record* mine = nullptr;
         for (const Record& r : comm.records) {
@@ -163,13 +199,14 @@ std::vector<std::string> analyze(const std::vector<RankDump>& dumps) {
           in_it.push_back(rank);
           sample = mine;
           const int64_t until = mine->state == "running" ? dump.dumped_ns : mine->end_ns;
-          waited = std::max(waited, until - mine->start_ns);
+          waited = std::max(waited, elapsed_ns(until, mine->start_ns));
         } else if (mine && mine->state == "completed") {
           not_in_it.push_back("rank " + std::to_string(rank) + " (completed it)");
         } else {
           not_in_it.push_back("rank " + std::to_string(rank) + " (" + whereabouts(dump, comm) + ")");
         }
       }
+      no_dump(next, size);
       if (!sample) continue;
       std::string line = sample->kind + " #" + std::to_string(seq) + " (count " + std::to_string(sample->count);
       if (sample->kind != "barrier") line += ", " + sample->datatype;

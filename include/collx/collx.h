@@ -319,11 +319,11 @@ COLLX_API collx_status_t collx_comm_get_async_error(collx_comm_t comm, collx_sta
 
 /* Write the flight record (the last COLLX_FR_SIZE operations of every communicator of this
  * process: kind, count, datatype, peers, state, timestamps) to `dir`/rank<R>.json, R being the
- * world rank. `dir` NULL or "" = COLLX_FR_DIR (default /tmp/collx-fr-<hash of the store
- * address>); missing directories are created. `comm` only has to be a live communicator; the
- * caller keeps ownership of `dir`. Local, never blocks on peers; safe from any thread. Also
- * written on a timeout and on COLLX_FR_SIGNAL. `collx-info hang DIR` reads the files of all
- * ranks (docs/debugging.md). COLLX_ERR_INVALID_USAGE when COLLX_FR_SIZE=0. */
+ * world rank. `dir` NULL or "" = COLLX_FR_DIR (default /tmp/collx-fr-<uid>-<store hash>), made 0700
+ * if missing, file 0600. COLLX_ERR_INVALID_USAGE: COLLX_FR_SIZE=0, or `dir` is a symlink, another
+ * user's or open to group/others (docs/security.md). `comm`: any live communicator; the caller owns
+ * `dir`. Local, never blocks on peers; any thread. Also written on a timeout and on COLLX_FR_SIGNAL;
+ * `collx-info hang DIR` reads the files of all ranks (docs/debugging.md). */
 COLLX_API collx_status_t collx_comm_dump_flight_record(collx_comm_t comm, const char* dir);
 /* The transport the communicator's ranks talk over: "shm", "tcp" or "ucx". The string is
  * static (never freed). Thread-safe. */

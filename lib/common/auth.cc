@@ -76,6 +76,14 @@ Status check_token_usable(const std::string& token) {
 
 Status job_token_from_settings(std::string* token) {
   *token = setting_raw(SettingId::JOB_TOKEN);
+  if (!token->empty() && token->size() < kMinTokenBytes) {
+    const size_t length = token->size();
+    token->clear();  // a refused token is not handed on
+    return make_status(COLLX_ERR_INVALID_ARG,
+                       "COLLX_JOB_TOKEN is %zu bytes long; a job token needs at least %zu (use a random one, "
+                       "e.g. the 32 hex digits of `openssl rand -hex 16`)",
+                       length, kMinTokenBytes);
+  }
   return check_token_usable(*token);
 }
 

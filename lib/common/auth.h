@@ -26,6 +26,11 @@ namespace auth {
 
 constexpr size_t kNonceBytes = 32;
 constexpr size_t kMacBytes = 32;  // SHA-256
+// The shortest job token accepted from COLLX_JOB_TOKEN: 16 bytes. A token is the only secret
+// of the handshake and anyone who can reach a port may try it offline against one captured
+// exchange, so a short word is refused rather than trusted (32 hex digits from
+// `openssl rand -hex 16` carry 128 bits).
+constexpr size_t kMinTokenBytes = 16;
 using Nonce = std::array<uint8_t, kNonceBytes>;
 using Mac = std::array<uint8_t, kMacBytes>;
 
@@ -35,7 +40,10 @@ enum class Role { kClient, kServer };
 bool available();
 
 // The job token from COLLX_JOB_TOKEN: "" when unset or empty (no authentication). A set token
-// in a build without OpenSSL is COLLX_ERR_UNSUPPORTED.
+// shorter than kMinTokenBytes is COLLX_ERR_INVALID_ARG (the message names the variable and the
+// length, never the token); a set token in a build without OpenSSL is COLLX_ERR_UNSUPPORTED.
+// Tokens passed explicitly to the internal store and transport constructors are not
+// length-checked: every user-facing path reads the token through this function.
 Status job_token_from_settings(std::string* token);
 
 // COLLX_ERR_UNSUPPORTED when `token` is not empty and this build has no OpenSSL.

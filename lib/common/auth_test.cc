@@ -81,16 +81,29 @@ TEST(Auth, TokenFromSettings) {
   ::unsetenv("COLLX_JOB_TOKEN");
   ASSERT_TRUE(job_token_from_settings(&token).ok());
   EXPECT_EQ(token, "");
-  ::setenv("COLLX_JOB_TOKEN", "s3cret", 1);
+  const std::string good = "0123456789abcdef";  // kMinTokenBytes exactly
+  ::setenv("COLLX_JOB_TOKEN", good.c_str(), 1);
   Status status = job_token_from_settings(&token);
   ::unsetenv("COLLX_JOB_TOKEN");
   if (available()) {
     EXPECT_TRUE(status.ok());
-    EXPECT_EQ(token, "s3cret");
+    EXPECT_EQ(token, good);
   } else {  // a set token is never silently ignored
     EXPECT_EQ(status.code(), COLLX_ERR_UNSUPPORTED);
     EXPECT_NE(status.message().find("OpenSSL"), std::string::npos);
   }
+}
+
+TEST(Auth, ShortTokenIsAnErrorNamingTheVariableNotTheToken) {
+  std::string token = "x";
+  ::setenv("COLLX_JOB_TOKEN", "s3cret-short-15", 1);  // one byte short of kMinTokenBytes
+  Status status = job_token_from_settings(&token);
+  ::unsetenv("COLLX_JOB_TOKEN");
+  EXPECT_EQ(status.code(), COLLX_ERR_INVALID_ARG);
+  EXPECT_NE(status.message().find("COLLX_JOB_TOKEN is 15 bytes long"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("at least 16"), std::string::npos) << status.message();
+  EXPECT_EQ(status.message().find("s3cret"), std::string::npos) << "the message shows the token";
+  EXPECT_EQ(token, "");
 }
 
 }  // namespace

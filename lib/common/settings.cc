@@ -21,6 +21,17 @@ static_assert(sizeof(kSettings) / sizeof(kSettings[0]) == static_cast<size_t>(Se
 
 const SettingInfo& setting_info(SettingId id) { return kSettings[static_cast<size_t>(id)]; }
 
+const char* setting_type_name(SettingType type) {
+  switch (type) {
+    case SettingType::kInt: return "integer";
+    case SettingType::kSize: return "size";
+    case SettingType::kBool: return "boolean";
+    case SettingType::kSecret: return "secret string";
+    case SettingType::kString: break;
+  }
+  return "string";
+}
+
 const SettingInfo* all_settings(size_t* count) {
   *count = sizeof(kSettings) / sizeof(kSettings[0]);
   return kSettings;
@@ -121,10 +132,7 @@ std::string settings_markdown() {
   size_t count = 0;
   const SettingInfo* all = all_settings(&count);
   for (size_t i = 0; i < count; ++i) {
-    const char* type = all[i].type == SettingType::kInt    ? "integer"
-                       : all[i].type == SettingType::kSize ? "size"
-                       : all[i].type == SettingType::kBool ? "boolean"
-                                                           : "string";
+    const char* type = setting_type_name(all[i].type);
     std::string def = *all[i].default_value ? std::string("`") + all[i].default_value + "`" : "(unset)";
     out += std::string("| `") + all[i].name + "` | " + type + " | " + def + " | " + all[i].meaning + " |\n";
   }

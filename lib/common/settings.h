@@ -11,7 +11,8 @@
 
 namespace collx {
 
-enum class SettingType { kInt, kSize, kString, kBool };
+// kSecret: a string that nothing prints (collx-info shows only whether it is set).
+enum class SettingType { kInt, kSize, kString, kBool, kSecret };
 
 // X(ID, TYPE, DEFAULT, MEANING): the variable is COLLX_<ID>.
 #define COLLX_SETTINGS(X)                                                                          \
@@ -50,10 +51,10 @@ enum class SettingType { kInt, kSize, kString, kBool };
   X(UNEXPECTED_MAX, kSize, "256M",                                                                 \
     "Bytes of unexpected messages (arrived before their receive was posted) buffered per "        \
     "communicator before collx stops reading from the sender.")                                    \
-  X(JOB_TOKEN, kString, "",                                                                        \
+  X(JOB_TOKEN, kSecret, "",                                                                        \
     "Secret shared by the ranks of one job: every store and TCP transport connection proves it "   \
-    "knows it (HMAC-SHA256 challenge-response; needs OpenSSL). Empty = no authentication. See "     \
-    "docs/security.md.")                                                                            \
+    "knows it (HMAC-SHA256 challenge-response; needs OpenSSL). At least 16 bytes; never printed. "  \
+    "Empty = no authentication. See docs/security.md.")                                             \
   X(REQUIRE_TOKEN, kBool, "0",                                                                     \
     "1: creating a TCP store (server or client) or a TCP transport without COLLX_JOB_TOKEN is an " \
     "error instead of an unauthenticated connection. See docs/security.md.")                       \
@@ -63,8 +64,8 @@ enum class SettingType { kInt, kSize, kString, kBool };
     "Operations each communicator keeps in its flight recorder (0 disables it). See "             \
     "docs/debugging.md.")                                                                          \
   X(FR_DIR, kString, "",                                                                           \
-    "Directory of flight-recorder dumps (rank<R>.json); empty = /tmp/collx-fr-<hash of the "      \
-    "store address>.")                                                                             \
+    "Directory of flight-recorder dumps (rank<R>.json), created 0700; it must be this user's, "   \
+    "with no group or other access. Empty = /tmp/collx-fr-<uid>-<hash of the store address>.")    \
   X(FR_SIGNAL, kString, "",                                                                        \
     "Signal that makes every communicator of the process dump its flight recorder, e.g. "         \
     "SIGUSR1; empty = none.")                                                                      \
@@ -96,6 +97,8 @@ struct SettingInfo {
 };
 
 const SettingInfo& setting_info(SettingId id);
+// "integer", "size", "boolean", "string" or "secret string": the type column of the docs.
+const char* setting_type_name(SettingType type);
 const SettingInfo* all_settings(size_t* count);
 
 // The raw value: the environment's when set (even empty), else the default.

@@ -1,6 +1,7 @@
 #include "lib/common/strings.h"
 
 #include <cctype>
+#include <cstdio>
 
 namespace collx {
 
@@ -20,6 +21,23 @@ std::vector<std::string> split_trimmed(const std::string& text, char separator) 
     if (at == std::string::npos) return fields;
     start = at + 1;
   }
+}
+
+std::string json_quote(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace collx

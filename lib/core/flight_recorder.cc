@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "lib/common/settings.h"
 #include "lib/common/strings.h"
 #include "lib/core/names.h"
+#include "lib/core/private_dir.h"
 #include "lib/core/trace_writer.h"
 #include "lib/dtype/datatype.h"
 
@@ -104,22 +104,15 @@ void install_dump_signal() {
   sigaction(sig, &action, nullptr);
 }
 
+// The default is per user (the uid) and per job (the store address), under /tmp: another
+// user can predict the name, so dump_flight_records refuses it unless it is this user's own
+// private directory (private_dir.h).
 std::string default_dump_dir(const std::string& store_addr) {
   const std::string value = trim(setting_raw(SettingId::FR_DIR));
   if (!value.empty()) return value;
   const size_t hash = std::hash<std::string>()(store_addr.empty() ? std::string("local") : store_addr);
-  return string_printf("/tmp/collx-fr-%08llx", static_cast<unsigned long long>(hash & 0xffffffffull));
-}
-
-Status make_dirs(const std::string& dir) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos != dir.size() && dir[pos] != '/') continue;
-    const std::string part = dir.substr(0, pos);
-    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-      return make_status(COLLX_ERR_SYSTEM, "cannot create directory '%s': %s", part.c_str(), std::strerror(errno));
-    }
-  }
-  return Status::Ok();
+  return string_printf("/tmp/collx-fr-%u-%08llx", static_cast<unsigned>(geteuid()),
+                       static_cast<unsigned long long>(hash & 0xffffffffull));
 }
 
 }  // namespace
@@ -132,21 +125,6 @@ const char* fr_state_name(FrState state) {
     case FrState::kFailed: return "failed";
   }
   return "unknown";
-}
-
-std::string json_quote(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += string_printf("\\u%04x", static_cast<unsigned>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 FlightRecorder::~FlightRecorder() { close(); }
@@ -336,16 +314,11 @@ Status dump_flight_records(const std::string& dir_arg) {
                                json_quote(host).c_str(), static_cast<int>(getpid()), world_rank,
                                static_cast<long long>(steady_ns()), static_cast<long long>(wall_us())) +
                            body + "]}\n";
-  COLLX_RETURN_IF_ERROR(make_dirs(dir));
-  const std::string path = dir + string_printf("/rank%d.json", world_rank);
-  const std::string tmp = path + string_printf(".tmp%d", static_cast<int>(getpid()));
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) return make_status(COLLX_ERR_SYSTEM, "cannot write '%s': %s", tmp.c_str(), std::strerror(errno));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return make_status(COLLX_ERR_SYSTEM, "cannot write '%s': %s", path.c_str(), std::strerror(errno));
-  }
+  UniqueFd dir_fd;
+  COLLX_RETURN_IF_ERROR(open_private_dir(dir, &dir_fd).with_context("flight record: "));
+  const std::string name = string_printf("rank%d.json", world_rank);
+  COLLX_RETURN_IF_ERROR(write_private_file(dir_fd, dir, name, text).with_context("flight record: "));
+  const std::string path = dir + "/" + name;
   COLLX_WARN(COLL, "flight record written to %s", path.c_str());
   return Status::Ok();
 }

@@ -104,9 +104,6 @@ class FlightRecorder {
   bool registered_ = false;
 };
 
-// `text` as a JSON string literal, quotes included.
-std::string json_quote(const std::string& text);
-
 // Writes rank<world rank>.json with every registered communicator of this process into
 // `dir` (created when missing; empty = the first communicator's COLLX_FR_DIR default).
 Status dump_flight_records(const std::string& dir);

@@ -54,6 +54,11 @@ Status parse_tune_text(const std::string& text, const std::string& source, Tuned
         !parse_positive(fields[3], &cost.gamma_ns_per_byte)) {
       return bad_line(source, line, "the three constants must be positive numbers: '" + trimmed + "'");
     }
+    for (const char c : fields[0]) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        return bad_line(source, line, "the transport name holds a control character: '" + trimmed + "'");
+      }
+    }
     if (!costs.emplace(fields[0], cost).second) {
       return bad_line(source, line, "transport '" + fields[0] + "' is listed twice");
     }
@@ -77,10 +82,8 @@ Status load_tune_file(const std::string& path, TunedCosts* out) {
 std::string format_tune_file(const TunedCosts& costs) {
   std::string text = std::string(kHeader) + "\n# transport alpha_us beta_ns_per_byte gamma_ns_per_byte\n";
   for (const auto& [transport, cost] : costs) {
-    char line[160];
-    std::snprintf(line, sizeof line, "%s %.3f %.4f %.4f\n", transport.c_str(), cost.alpha_us, cost.beta_ns_per_byte,
-                  cost.gamma_ns_per_byte);
-    text += line;
+    // string_printf, not a fixed buffer: a long transport name must not be cut off.
+    text += transport + string_printf(" %.3f %.4f %.4f\n", cost.alpha_us, cost.beta_ns_per_byte, cost.gamma_ns_per_byte);
   }
   return text;
 }

@@ -27,11 +27,11 @@ job_token)
   token=$(cat "$dir/token.0")
   echo "$token" | grep -Eq '^[0-9a-f]{32}$' || fail "rank 0 got no generated token: '$token'"
   for r in 1 2; do [ "$(cat "$dir/token.$r")" = "$token" ] || fail "rank $r has another token"; done
-  COLLX_JOB_TOKEN=user-secret timeout 60 "$RUN" --standalone --nproc-per-node 2 -- \
+  COLLX_JOB_TOKEN=user-secret-of-the-job timeout 60 "$RUN" --standalone --nproc-per-node 2 -- \
     sh -c 'printf "%s\n" "$COLLX_JOB_TOKEN" >"$1/token.$RANK"; exec "$0"' "$PROG" "$dir" \
     >"$dir/out" 2>"$dir/err" || { cat "$dir/err"; fail "exit $? with a user token"; }
   expect_sums "$dir/out" 2
-  [ "$(cat "$dir/token.1")" = user-secret ] || fail "the user's token was not passed through"
+  [ "$(cat "$dir/token.1")" = user-secret-of-the-job ] || fail "the user's token was not passed through"
   ;;
 
 two_nodes)

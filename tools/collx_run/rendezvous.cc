@@ -1,12 +1,10 @@
 #include "tools/collx_run/rendezvous.h"
 
 #include <cstdlib>
-#include <map>
-#include <set>
-#include <sstream>
 #include <vector>
 
 #include "lib/common/deadline.h"
+#include "tools/collx_run/rdzv_messages.h"
 
 namespace collx_run {
 
@@ -18,52 +16,6 @@ namespace {
 
 Bytes to_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
 std::string to_text(const Bytes& bytes) { return std::string(bytes.begin(), bytes.end()); }
-
-// One agent's offer, as it wrote it under <prefix>agent/<join index>.
-struct Offer {
-  int nproc = 0;
-  int requested_node_rank = -1;
-  int node_rank = -1;
-  int rank_offset = 0;
-};
-
-// Node ranks: requested ones are kept; the rest fill the free ranks in join order, the
-// leader (join index `leader_index`) first so that global rank 0 runs beside the store.
-Status assign_node_ranks(std::vector<Offer>* offers, int leader_index) {
-  const int n = static_cast<int>(offers->size());
-  std::set<int> taken;
-  for (const Offer& o : *offers) {
-    if (o.requested_node_rank < 0) continue;
-    if (o.requested_node_rank >= n || !taken.insert(o.requested_node_rank).second) {
-      return collx::make_status(COLLX_ERR_INVALID_ARG,
-                                "--node-rank %d is repeated or not below the %d nodes that joined",
-                                o.requested_node_rank, n);
-    }
-  }
-  std::vector<int> order{leader_index};
-  for (int i = 0; i < n; ++i) {
-    if (i != leader_index) order.push_back(i);
-  }
-  int next = 0;
-  for (int i : order) {
-    Offer& o = (*offers)[static_cast<size_t>(i)];
-    if (o.requested_node_rank >= 0) {
-      o.node_rank = o.requested_node_rank;
-      continue;
-    }
-    while (taken.count(next)) ++next;
-    o.node_rank = next;
-    taken.insert(next);
-  }
-  std::map<int, Offer*> by_node;
-  for (Offer& o : *offers) by_node[o.node_rank] = &o;
-  int offset = 0;
-  for (auto& entry : by_node) {
-    entry.second->rank_offset = offset;
-    offset += entry.second->nproc;
-  }
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -127,23 +79,18 @@ Status Rendezvous::lead(const std::string& prefix, int* nnodes) {
   for (int i = 0; i < count; ++i) {
     Bytes value;
     COLLX_RETURN_IF_ERROR(store_->get(prefix + "agent/" + std::to_string(i), &value, deadline));
-    std::istringstream in(to_text(value));
-    int is_leader = 0;
-    in >> offers[static_cast<size_t>(i)].nproc >> offers[static_cast<size_t>(i)].requested_node_rank >> is_leader;
-    if (is_leader) leader_index = i;
+    COLLX_RETURN_IF_ERROR(parse_offer(to_text(value), &offers[static_cast<size_t>(i)])
+                              .with_context("agent " + std::to_string(i) + ": "));
+    if (offers[static_cast<size_t>(i)].leader) leader_index = i;
   }
   COLLX_RETURN_IF_ERROR(assign_node_ranks(&offers, leader_index < 0 ? 0 : leader_index));
 
   attempt_server_.reset();  // the previous attempt's ranks are gone
   COLLX_RETURN_IF_ERROR(collx::start_tcp_store_server(host_ + ":0", &attempt_server_)
                             .with_context("cannot host the ranks' store on " + host_ + ": "));
-  int world = 0;
-  for (const Offer& o : offers) world += o.nproc;
-  std::ostringstream plan;
-  plan << count << ' ' << world << ' ' << host_ << ':' << attempt_server_->port() << '\n';
-  for (const Offer& o : offers) plan << o.node_rank << ' ' << o.rank_offset << ' ' << o.nproc << '\n';
+  const std::string plan = format_plan(host_ + ":" + std::to_string(attempt_server_->port()), offers);
   *nnodes = count;
-  return store_->set(prefix + "plan", to_bytes(plan.str()));
+  return store_->set(prefix + "plan", to_bytes(plan));
 }
 
 Status Rendezvous::join(int attempt, AttemptPlan* plan) {
@@ -152,8 +99,11 @@ Status Rendezvous::join(int attempt, AttemptPlan* plan) {
   int64_t joined = 0;
   COLLX_RETURN_IF_ERROR(store_->add(prefix + "joined", 1, &joined));
   const int index = static_cast<int>(joined - 1);
-  const std::string offer = std::to_string(options_.nproc_per_node) + " " + std::to_string(options_.node_rank) +
-                            " " + (leader() ? "1" : "0");
+  Offer mine;
+  mine.nproc = options_.nproc_per_node;
+  mine.requested_node_rank = options_.node_rank;
+  mine.leader = leader();
+  const std::string offer = format_offer(mine);
   COLLX_RETURN_IF_ERROR(store_->set(prefix + "agent/" + std::to_string(index), to_bytes(offer)));
   if (leader()) {
     int nnodes = 0;
@@ -162,18 +112,23 @@ Status Rendezvous::join(int attempt, AttemptPlan* plan) {
   Bytes value;
   Status st = store_->get(prefix + "plan", &value, deadline);
   if (!st.ok()) return st.with_context("rendezvous: no plan for attempt " + std::to_string(attempt) + ": ");
-  std::istringstream in(to_text(value));
+  Plan agreed;
+  COLLX_RETURN_IF_ERROR(parse_plan(to_text(value), &agreed));
+  if (index >= static_cast<int>(agreed.nodes.size())) {
+    return collx::make_status(COLLX_ERR_INVALID_USAGE,
+                              "rendezvous of attempt %d closed with %zu nodes before this agent joined",
+                              attempt, agreed.nodes.size());
+  }
+  const Offer& node = agreed.nodes[static_cast<size_t>(index)];
   AttemptPlan p;
   p.attempt = attempt;
   p.key_prefix = prefix;
-  in >> p.nnodes >> p.world_size >> p.store_addr;
-  if (index >= p.nnodes) {
-    return collx::make_status(COLLX_ERR_INVALID_USAGE,
-                              "rendezvous of attempt %d closed with %d nodes before this agent joined",
-                              attempt, p.nnodes);
-  }
-  for (int i = 0; i <= index; ++i) in >> p.node_rank >> p.rank_offset >> p.local_size;
-  if (!in) return collx::make_status(COLLX_ERR_REMOTE, "rendezvous: malformed plan '%s'", to_text(value).c_str());
+  p.nnodes = static_cast<int>(agreed.nodes.size());
+  p.world_size = agreed.world_size;
+  p.store_addr = agreed.store_addr;
+  p.node_rank = node.node_rank;
+  p.rank_offset = node.rank_offset;
+  p.local_size = node.nproc;
   *plan = p;
   return Status::Ok();
 }

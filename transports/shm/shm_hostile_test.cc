@@ -28,7 +28,8 @@ void expect_protocol_error(const std::function<void(Segment& victim, Segment& fa
     ASSERT_TRUE(s.ok()) << s.message();
   });
   Segment fake, victim;
-  const std::string name = segment_name(comm, 1, ::getpid()) + "f";
+  std::string name;
+  ASSERT_TRUE(make_segment_name(comm, 1, ::getpid(), &name).ok());
   ASSERT_TRUE(fake.create(name, comm, 1, 2).ok());
   std::vector<uint8_t> blob(4 + name.size());
   int32_t pid = ::getpid();

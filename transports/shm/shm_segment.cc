@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -32,9 +33,41 @@ size_t segment_bytes(int nranks) { return board_offset(nranks) + kBoardHeaderByt
 size_t data_ring_offset(int, int sender) { return kHeaderBytes + size_t(sender) * (kDataRingBytes + kCtrlRingBytes); }
 size_t ctrl_ring_offset(int nranks, int sender) { return data_ring_offset(nranks, sender) + kDataRingBytes; }
 
-std::string segment_name(uint64_t comm_id, int rank, pid_t pid) {
-  return string_printf("/collx-%016" PRIx64 "-%d-%d", comm_id, rank, static_cast<int>(pid));
+Status make_segment_name(uint64_t comm_id, int rank, pid_t pid, std::string* out) {
+  uint64_t random[2];
+  size_t got = 0;
+  while (got < sizeof random) {
+    const ssize_t n = ::getrandom(reinterpret_cast<uint8_t*>(random) + got, sizeof random - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return system_error("getrandom for a shared-memory segment name", errno);
+    got += static_cast<size_t>(n);
+  }
+  *out = string_printf("/collx-%016" PRIx64 "-%d-%d-%016" PRIx64 "%016" PRIx64, comm_id, rank, static_cast<int>(pid),
+                       random[0], random[1]);
+  return Status::Ok();
 }
+
+namespace {
+// An object of another user, or one others may open, is not a peer's segment: a peer rank
+// runs as this user and creates its segment 0600 with O_EXCL.
+Status check_segment_owner(const std::string& name, int rank, const struct stat& st) {
+  const uid_t me = ::geteuid();
+  if (st.st_uid != me) {
+    return make_status(COLLX_ERR_PROTOCOL,
+                       "shared-memory segment %s of rank %d belongs to uid %u, not to this user (uid %u): refusing "
+                       "to map it (every rank of a job runs as the same user)",
+                       name.c_str(), rank, static_cast<unsigned>(st.st_uid), static_cast<unsigned>(me));
+  }
+  const unsigned mode = static_cast<unsigned>(st.st_mode) & 07777u;
+  if ((mode & 077u) != 0) {
+    return make_status(COLLX_ERR_PROTOCOL,
+                       "shared-memory segment %s of rank %d has mode %04o, not 0600: refusing to map memory that "
+                       "other users can open",
+                       name.c_str(), rank, mode);
+  }
+  return Status::Ok();
+}
+}  // namespace
 
 Segment::~Segment() {
   if (base_ != nullptr) ::munmap(base_, bytes_);
@@ -108,7 +141,17 @@ Status Segment::open(const std::string& name, uint64_t comm_id, int rank, int nr
   int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) return system_error(("shm_open " + name).c_str(), errno);
   struct stat st;
-  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(bytes_)) {
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return system_error(("fstat " + name).c_str(), e);
+  }
+  Status owner = check_segment_owner(name, rank, st);
+  if (!owner.ok()) {
+    ::close(fd);
+    return owner;
+  }
+  if (st.st_size < static_cast<off_t>(bytes_)) {
     ::close(fd);
     return make_status(COLLX_ERR_PROTOCOL, "shared-memory segment %s of rank %d is too small", name.c_str(), rank);
   }

@@ -94,8 +94,11 @@ size_t data_ring_offset(int nranks, int sender);
 size_t ctrl_ring_offset(int nranks, int sender);
 size_t board_offset(int nranks);  // BoardHeader, then the two halves (page aligned)
 
-// "/collx-<comm_id hex>-<rank>-<pid>"
-std::string segment_name(uint64_t comm_id, int rank, pid_t pid);
+// "/collx-<comm_id hex>-<rank>-<pid>-<32 random hex digits>": the random part (from the
+// kernel's CSPRNG) makes the name unguessable, so no other local user can pre-create it (to
+// make this rank fail, or to hand a peer a segment of theirs); peers learn it only through
+// the bootstrap exchange. COLLX_ERR_SYSTEM when no randomness is available.
+Status make_segment_name(uint64_t comm_id, int rank, pid_t pid, std::string* out);
 
 // An mmap'ed segment (owned or a peer's). Unmaps on destruction; an owner whose name is
 // still linked unlinks it too (creation failed before the "mapped" allgather).
@@ -108,7 +111,9 @@ class Segment {
 
   // Creates, sizes and initializes this rank's segment.
   Status create(const std::string& name, uint64_t comm_id, int rank, int nranks);
-  // Maps a peer's segment and checks its header (magic, version, comm, rank, geometry).
+  // Maps a peer's segment after checking that the object is this user's and that group and
+  // others have no access to it (an object of another user is never mapped), then checks
+  // its header (magic, version, comm, rank, geometry).
   Status open(const std::string& name, uint64_t comm_id, int rank, int nranks, pid_t pid);
   // Removes the name (the memory lives on while mapped).
   void unlink();

@@ -56,7 +56,8 @@ Status create_shm_transport(const ShmTransportParams& in, std::unique_ptr<transp
   if (no_cma) params.force_ring_copy = true;
   const pid_t pid = ::getpid();
   auto own = std::make_unique<shm::Segment>();
-  const std::string name = shm::segment_name(params.comm_id, params.rank, pid);
+  std::string name;
+  COLLX_RETURN_IF_ERROR(shm::make_segment_name(params.comm_id, params.rank, pid, &name));
   COLLX_RETURN_IF_ERROR(own->create(name, params.comm_id, params.rank, params.size));
   // From here the engine owns the segment: any failure below unlinks it (Segment's
   // destructor) and marks this rank aborted for the peers that already mapped it.
