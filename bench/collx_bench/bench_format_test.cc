@@ -113,7 +113,8 @@ TEST(Args, AliasesAndAll) {
   const std::map<std::string, BenchColl> colls = {
       {"reducescatter", BenchColl::kReduceScatter}, {"reduce_scatter", BenchColl::kReduceScatter},
       {"all_gather_perf", BenchColl::kAllgather},   {"bcast", BenchColl::kBroadcast},
-      {"alltoall", BenchColl::kAlltoall},           {"sendrecv", BenchColl::kSendrecv}};
+      {"alltoall", BenchColl::kAlltoall},           {"sendrecv", BenchColl::kSendrecv},
+      {"gather_perf", BenchColl::kGather},          {"scatter", BenchColl::kScatter}};
   for (const auto& c : colls) {
     ASSERT_EQ(parse({c.first.c_str()}, &o, &err), ParseResult::kOk) << c.first;
     EXPECT_EQ(o.coll, c.second);
@@ -187,6 +188,16 @@ TEST(Sweep, CountsFollowNcclTests) {
   c = row_counts(BenchColl::kAlltoall, 1000, 1, 3);  // 333 -> 320 int8
   EXPECT_EQ(c.count, 320u);
   EXPECT_EQ(c.bytes, 960u);
+  c = row_counts(BenchColl::kGather, 1000, 8, 3);  // the root's recvbuf: 3 blocks of 40 doubles
+  EXPECT_EQ(c.count, 40u);
+  EXPECT_EQ(c.send_count, 40u);
+  EXPECT_EQ(c.recv_count, 120u);
+  EXPECT_EQ(c.bytes, 960u);
+  c = row_counts(BenchColl::kScatter, 1000, 8, 3);  // the root's sendbuf: 3 blocks of 40 doubles
+  EXPECT_EQ(c.count, 40u);
+  EXPECT_EQ(c.send_count, 120u);
+  EXPECT_EQ(c.recv_count, 40u);
+  EXPECT_EQ(c.bytes, 960u);
   c = row_counts(BenchColl::kAllgather, 8, 4, 4);  // too small: an empty row
   EXPECT_EQ(c.count, 0u);
   EXPECT_EQ(c.bytes, 0u);
@@ -203,6 +214,8 @@ TEST(Sweep, BusBandwidth) {
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kReduceScatter, 4), 0.75);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kAllgather, 8), 0.875);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kAlltoall, 2), 0.5);
+  EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kGather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kScatter, 8), 0.875);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kBroadcast, 4), 1.0);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kReduce, 4), 1.0);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kSendrecv, 4), 1.0);
@@ -414,13 +427,20 @@ World simulate(const CallShape& base, bool in_place) {
       case BenchColl::kAlltoall:
         for (int q = 0; q < n; ++q) for (size_t i = 0; i < c; ++i) out[r].push_back(input(q, r * c + i));
         break;
+      case BenchColl::kGather:
+        if (r == base.root)
+          for (int q = 0; q < n; ++q) for (size_t i = 0; i < c; ++i) out[r].push_back(input(q, i));
+        break;
+      case BenchColl::kScatter:
+        for (size_t i = 0; i < c; ++i) out[r].push_back(input(base.root, r * c + i));
+        break;
       case BenchColl::kSendrecv:
         for (size_t i = 0; i < c; ++i) out[r].push_back(input((r + n - 1) % n, i));
         break;
     }
   }
   for (int r = 0; r < n; ++r) {
-    if (base.coll == BenchColl::kReduce && r != base.root) continue;
+    if ((base.coll == BenchColl::kReduce || base.coll == BenchColl::kGather) && r != base.root) continue;
     const size_t offset = in_place && base.coll == BenchColl::kReduceScatter ? r * c : 0;
     for (size_t i = 0; i < out[r].size(); ++i) store_element(t, w.recv[r].data(), offset + i, out[r][i]);
   }
@@ -430,7 +450,7 @@ World simulate(const CallShape& base, bool in_place) {
 TEST(Data, CheckerAcceptsCorrectResultsAndCountsWrongOnes) {
   const BenchColl colls[] = {BenchColl::kAllreduce, BenchColl::kReduceScatter, BenchColl::kAllgather,
                              BenchColl::kBroadcast, BenchColl::kReduce,        BenchColl::kAlltoall,
-                             BenchColl::kSendrecv};
+                             BenchColl::kGather,    BenchColl::kScatter,       BenchColl::kSendrecv};
   for (BenchColl coll : colls) {
     for (int n : {1, 2, 3, 5}) {
       for (int t = 0; t < COLLX_NUM_DATATYPES; ++t) {
@@ -456,7 +476,7 @@ TEST(Data, CheckerAcceptsCorrectResultsAndCountsWrongOnes) {
                                 : count_wrong_out_of_place(mine, w.recv[r].data());
               };
               ASSERT_EQ(wrong(), 0) << where << " rank " << r;
-              if (coll == BenchColl::kReduce && r != s.root) continue;
+              if ((coll == BenchColl::kReduce || coll == BenchColl::kGather) && r != s.root) continue;
               // Corrupt one output element: the checker must see exactly one wrong.
               const size_t at = (in_place && coll == BenchColl::kReduceScatter ? r * s.count : 0) + 5;
               store_element(s.datatype, w.recv[r].data(), at, kPoison);

@@ -159,6 +159,10 @@ class ExpectedOutput {
         return moved(s_.root, index);
       case BenchColl::kAlltoall:
         return moved(static_cast<int>(index / c), static_cast<size_t>(s_.rank) * c + index % c);
+      case BenchColl::kGather:
+        return moved(static_cast<int>(index / c), index % c);
+      case BenchColl::kScatter:
+        return moved(s_.root, static_cast<size_t>(s_.rank) * c + index);
       case BenchColl::kSendrecv:
         return moved(static_cast<int>((static_cast<size_t>(s_.rank) + n - 1) % n), index);
     }
@@ -189,6 +193,8 @@ size_t output_elements(const CallShape& s) {
       return s.count * n;
     case BenchColl::kReduce:
       return s.rank == s.root ? s.count : 0;
+    case BenchColl::kGather:
+      return s.rank == s.root ? s.count * n : 0;
     default:
       return s.count;
   }
@@ -253,13 +259,16 @@ void fill_out_of_place(const CallShape& s, void* send, void* recv) {
   switch (s.coll) {
     case BenchColl::kReduceScatter:
     case BenchColl::kAlltoall:
+    case BenchColl::kScatter:
       fill_range(s, send, 0, s.count * n, s.rank);
       break;
     default:
       fill_range(s, send, 0, s.count, s.rank);
       break;
   }
-  const size_t recv_elements = (s.coll == BenchColl::kAllgather || s.coll == BenchColl::kAlltoall) ? s.count * n : s.count;
+  const bool recv_holds_every_block =
+      s.coll == BenchColl::kAllgather || s.coll == BenchColl::kAlltoall || s.coll == BenchColl::kGather;
+  const size_t recv_elements = recv_holds_every_block ? s.count * n : s.count;
   poison(s, recv, recv_elements);
 }
 

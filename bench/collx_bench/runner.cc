@@ -82,6 +82,10 @@ collx_status_t run_collective(const RankContext& ctx, const CallShape& s, void* 
       return collx_reduce(in_place ? buf : send, recv, s.count, s.datatype, s.op, s.root, ctx.comm, opts);
     case BenchColl::kAlltoall:
       return collx_alltoall(send, recv, s.count, s.datatype, ctx.comm, opts);
+    case BenchColl::kGather:
+      return collx_gather(send, recv, s.count, s.datatype, s.root, ctx.comm, opts);
+    case BenchColl::kScatter:
+      return collx_scatter(send, recv, s.count, s.datatype, s.root, ctx.comm, opts);
     case BenchColl::kSendrecv:
       return run_sendrecv(ctx, s, send, recv);
   }

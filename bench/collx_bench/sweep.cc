@@ -58,6 +58,16 @@ RowCounts row_counts(BenchColl coll, uint64_t size_bytes, size_t elt_bytes, int 
       c.send_count = per_rank * n;
       c.recv_count = per_rank * n;
       break;
+    case BenchColl::kGather:  // the root's recvbuf holds every block
+      c.count = per_rank;
+      c.send_count = per_rank;
+      c.recv_count = per_rank * n;
+      break;
+    case BenchColl::kScatter:  // the root's sendbuf holds every block
+      c.count = per_rank;
+      c.send_count = per_rank * n;
+      c.recv_count = per_rank;
+      break;
     default:
       c.count = count;
       c.send_count = count;
@@ -78,6 +88,8 @@ double busbw_factor(BenchColl coll, int nranks) {
     case BenchColl::kReduceScatter:
     case BenchColl::kAllgather:
     case BenchColl::kAlltoall:
+    case BenchColl::kGather:
+    case BenchColl::kScatter:
       return (n - 1.0) / n;
     default:
       return 1.0;

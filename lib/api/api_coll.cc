@@ -83,6 +83,14 @@ collx_status_t collx_alltoall(const void* sendbuf, void* recvbuf, size_t count, 
                               collx_comm_t comm, const collx_opts_t* opts) {
   return run_blocking(comm, opts, make_call(COLLX_COLL_ALLTOALL, sendbuf, recvbuf, count, datatype, COLLX_SUM, 0));
 }
+collx_status_t collx_gather(const void* sendbuf, void* recvbuf, size_t count, collx_datatype_t datatype,
+                            int32_t root, collx_comm_t comm, const collx_opts_t* opts) {
+  return run_blocking(comm, opts, make_call(COLLX_COLL_GATHER, sendbuf, recvbuf, count, datatype, COLLX_SUM, root));
+}
+collx_status_t collx_scatter(const void* sendbuf, void* recvbuf, size_t count, collx_datatype_t datatype,
+                             int32_t root, collx_comm_t comm, const collx_opts_t* opts) {
+  return run_blocking(comm, opts, make_call(COLLX_COLL_SCATTER, sendbuf, recvbuf, count, datatype, COLLX_SUM, root));
+}
 collx_status_t collx_barrier(collx_comm_t comm, const collx_opts_t* opts) {
   return run_blocking(comm, opts, make_call(COLLX_COLL_BARRIER, nullptr, nullptr, 0, COLLX_UINT8, COLLX_SUM, 0));
 }
@@ -126,6 +134,16 @@ collx_status_t collx_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
                                collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request) {
   return run_nonblocking(comm, opts,
                          make_call(COLLX_COLL_ALLTOALL, sendbuf, recvbuf, count, datatype, COLLX_SUM, 0), request);
+}
+collx_status_t collx_igather(const void* sendbuf, void* recvbuf, size_t count, collx_datatype_t datatype,
+                             int32_t root, collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request) {
+  return run_nonblocking(comm, opts,
+                         make_call(COLLX_COLL_GATHER, sendbuf, recvbuf, count, datatype, COLLX_SUM, root), request);
+}
+collx_status_t collx_iscatter(const void* sendbuf, void* recvbuf, size_t count, collx_datatype_t datatype,
+                              int32_t root, collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request) {
+  return run_nonblocking(comm, opts,
+                         make_call(COLLX_COLL_SCATTER, sendbuf, recvbuf, count, datatype, COLLX_SUM, root), request);
 }
 collx_status_t collx_ibarrier(collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request) {
   return run_nonblocking(comm, opts, make_call(COLLX_COLL_BARRIER, nullptr, nullptr, 0, COLLX_UINT8, COLLX_SUM, 0),

@@ -86,7 +86,7 @@ Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) cons
                        call.coll == COLLX_COLL_REDUCE;
   desc->op = reduces ? static_cast<uint8_t>(call.op) : 0;
   desc->algorithm = static_cast<uint8_t>(algorithm);
-  desc->root = (call.coll == COLLX_COLL_BROADCAST || call.coll == COLLX_COLL_REDUCE) ? call.root : -1;
+  desc->root = coll_has_root(call.coll) ? call.root : -1;
   desc->count = call.count;
   return Status::Ok();
 }
@@ -194,6 +194,10 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
       break;
     case COLLX_ALGO_PAIRWISE:
       if (args.desc.kind == COLLX_COLL_ALLTOALL) return algo::alltoall_pairwise(ctx, args);
+      break;
+    case COLLX_ALGO_DIRECT:
+      if (args.desc.kind == COLLX_COLL_GATHER) return algo::gather_direct(ctx, args);
+      if (args.desc.kind == COLLX_COLL_SCATTER) return algo::scatter_direct(ctx, args);
       break;
     case COLLX_ALGO_DISSEMINATION:
       if (args.desc.kind == COLLX_COLL_BARRIER) return algo::barrier_dissemination(ctx, args);

@@ -58,7 +58,7 @@ Status Communicator::validate(const CollCall& c) const {
   if (c.mem_kind < COLLX_MEM_AUTO || c.mem_kind > COLLX_MEM_CUDA) {
     return invalid(name, "%s", string_printf("unknown mem_kind %d in opts", c.mem_kind));
   }
-  if ((c.coll == COLLX_COLL_BROADCAST || c.coll == COLLX_COLL_REDUCE) && (c.root < 0 || c.root >= size_)) {
+  if (coll_has_root(c.coll) && (c.root < 0 || c.root >= size_)) {
     return invalid(name, "%s", string_printf("root %d is out of range for a communicator of %d ranks", c.root, size_));
   }
   if (c.coll == COLLX_COLL_SEND || c.coll == COLLX_COLL_RECV) {
@@ -79,6 +79,8 @@ Status Communicator::validate(const CollCall& c) const {
   switch (c.coll) {
     case COLLX_COLL_REDUCE_SCATTER: send_mult = n; break;
     case COLLX_COLL_ALLGATHER: recv_mult = n; break;
+    case COLLX_COLL_GATHER: recv_mult = n; break;   // the root's recvbuf
+    case COLLX_COLL_SCATTER: send_mult = n; break;  // the root's sendbuf
     case COLLX_COLL_ALLTOALL: send_mult = recv_mult = n; break;
     default: break;
   }
@@ -94,8 +96,8 @@ Status Communicator::validate(const CollCall& c) const {
   // Which buffers this rank reads and writes.
   const bool is_root = c.root == rank_;
   bool reads_send = true, writes_recv = true;
-  if (c.coll == COLLX_COLL_BROADCAST) reads_send = is_root;
-  if (c.coll == COLLX_COLL_REDUCE) writes_recv = is_root;
+  if (c.coll == COLLX_COLL_BROADCAST || c.coll == COLLX_COLL_SCATTER) reads_send = is_root;
+  if (c.coll == COLLX_COLL_REDUCE || c.coll == COLLX_COLL_GATHER) writes_recv = is_root;
   if (c.coll == COLLX_COLL_SEND) writes_recv = false;
   if (c.coll == COLLX_COLL_RECV) reads_send = false;
   if (c.count > 0 && reads_send && c.sendbuf == nullptr) {
@@ -120,6 +122,20 @@ Status Communicator::validate(const CollCall& c) const {
       if (overlaps(send, send_bytes, recv, recv_bytes)) {
         return invalid(name, "%s", string_printf("recvbuf overlaps sendbuf; in place needs recvbuf == sendbuf + "
                                                  "rank * recvcount elements (rank %d)", rank_));
+      }
+      return Status::Ok();
+    case COLLX_COLL_GATHER:  // only the root gets here
+      if (send == recv + static_cast<size_t>(rank_) * send_bytes) return Status::Ok();
+      if (overlaps(send, send_bytes, recv, recv_bytes)) {
+        return invalid(name, "%s", string_printf("sendbuf overlaps recvbuf on the root; in place needs sendbuf == "
+                                                 "recvbuf + root * count elements (root %d)", rank_));
+      }
+      return Status::Ok();
+    case COLLX_COLL_SCATTER:  // only the root gets here
+      if (recv == send + static_cast<size_t>(rank_) * recv_bytes) return Status::Ok();
+      if (overlaps(send, send_bytes, recv, recv_bytes)) {
+        return invalid(name, "%s", string_printf("recvbuf overlaps sendbuf on the root; in place needs recvbuf == "
+                                                 "sendbuf + root * count elements (root %d)", rank_));
       }
       return Status::Ok();
     case COLLX_COLL_ALLGATHER:

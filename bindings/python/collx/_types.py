@@ -52,6 +52,8 @@ class Coll(enum.IntEnum):
     BARRIER = 6
     SEND = 7
     RECV = 8
+    GATHER = 9
+    SCATTER = 10
 
 
 class Algorithm(enum.IntEnum):
