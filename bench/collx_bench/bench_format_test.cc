@@ -146,7 +146,7 @@ TEST(Args, ErrorsNameTheProblem) {
   EXPECT_EQ(parse({"allreduce", "-T", "-1"}, &o, &err), ParseResult::kError);
   EXPECT_EQ(parse({"allreduce", "-b", "2M", "-e", "1M"}, &o, &err), ParseResult::kError);
   EXPECT_NE(err.find("larger than maxbytes"), std::string::npos) << err;
-  EXPECT_EQ(parse({"gather"}, &o, &err), ParseResult::kError);
+  EXPECT_EQ(parse({"hypercube"}, &o, &err), ParseResult::kError);
   EXPECT_EQ(parse({"allreduce", "broadcast"}, &o, &err), ParseResult::kError);
   EXPECT_EQ(parse({"allreduce", "-h"}, &o, &err), ParseResult::kHelp);
   EXPECT_EQ(parse({"--help"}, &o, &err), ParseResult::kHelp);
