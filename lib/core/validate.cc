@@ -21,6 +21,15 @@ Status invalid(const char* coll, const char* format, const std::string& detail) 
   return make_status(COLLX_ERR_INVALID_ARG, "%s: %s", coll, string_printf(format, detail.c_str()).c_str());
 }
 
+// Layouts whose in-place form puts the one-block buffer at block `block` of the buffer of
+// every block (reduce-scatter, all-gather, gather, scatter): that, or no overlap at all.
+Status block_in_place(const char* coll, const char* whole, size_t whole_bytes, const char* block_buf,
+                      size_t block_bytes, int block, const std::string& overlap_message) {
+  if (block_buf == whole + static_cast<size_t>(block) * block_bytes) return Status::Ok();
+  if (overlaps(whole, whole_bytes, block_buf, block_bytes)) return invalid(coll, "%s", overlap_message);
+  return Status::Ok();
+}
+
 // count * multiplier * element size without overflow.
 bool total_bytes(size_t count, size_t multiplier, size_t element, size_t* out) {
   if (multiplier != 0 && count > SIZE_MAX / multiplier) return false;
@@ -118,33 +127,21 @@ Status Communicator::validate(const CollCall& c) const {
       if (send == recv) return Status::Ok();
       break;
     case COLLX_COLL_REDUCE_SCATTER:
-      if (recv == send + static_cast<size_t>(rank_) * recv_bytes) return Status::Ok();
-      if (overlaps(send, send_bytes, recv, recv_bytes)) {
-        return invalid(name, "%s", string_printf("recvbuf overlaps sendbuf; in place needs recvbuf == sendbuf + "
-                                                 "rank * recvcount elements (rank %d)", rank_));
-      }
-      return Status::Ok();
-    case COLLX_COLL_GATHER:  // only the root gets here
-      if (send == recv + static_cast<size_t>(rank_) * send_bytes) return Status::Ok();
-      if (overlaps(send, send_bytes, recv, recv_bytes)) {
-        return invalid(name, "%s", string_printf("sendbuf overlaps recvbuf on the root; in place needs sendbuf == "
-                                                 "recvbuf + root * count elements (root %d)", rank_));
-      }
-      return Status::Ok();
-    case COLLX_COLL_SCATTER:  // only the root gets here
-      if (recv == send + static_cast<size_t>(rank_) * recv_bytes) return Status::Ok();
-      if (overlaps(send, send_bytes, recv, recv_bytes)) {
-        return invalid(name, "%s", string_printf("recvbuf overlaps sendbuf on the root; in place needs recvbuf == "
-                                                 "sendbuf + root * count elements (root %d)", rank_));
-      }
-      return Status::Ok();
+      return block_in_place(name, send, send_bytes, recv, recv_bytes, rank_,
+                            string_printf("recvbuf overlaps sendbuf; in place needs recvbuf == sendbuf + "
+                                          "rank * recvcount elements (rank %d)", rank_));
     case COLLX_COLL_ALLGATHER:
-      if (send == recv + static_cast<size_t>(rank_) * send_bytes) return Status::Ok();
-      if (overlaps(send, send_bytes, recv, recv_bytes)) {
-        return invalid(name, "%s", string_printf("sendbuf overlaps recvbuf; in place needs sendbuf == recvbuf + "
-                                                 "rank * sendcount elements (rank %d)", rank_));
-      }
-      return Status::Ok();
+      return block_in_place(name, recv, recv_bytes, send, send_bytes, rank_,
+                            string_printf("sendbuf overlaps recvbuf; in place needs sendbuf == recvbuf + "
+                                          "rank * sendcount elements (rank %d)", rank_));
+    case COLLX_COLL_GATHER:  // only the root gets here
+      return block_in_place(name, recv, recv_bytes, send, send_bytes, rank_,
+                            string_printf("sendbuf overlaps recvbuf on the root; in place needs sendbuf == "
+                                          "recvbuf + root * count elements (root %d)", rank_));
+    case COLLX_COLL_SCATTER:  // only the root gets here
+      return block_in_place(name, send, send_bytes, recv, recv_bytes, rank_,
+                            string_printf("recvbuf overlaps sendbuf on the root; in place needs recvbuf == "
+                                          "sendbuf + root * count elements (root %d)", rank_));
     default:
       break;
   }

@@ -34,6 +34,25 @@ void expect_usable(ThreadRanks& world) {
   });
 }
 
+// What each rank's call returned, its message, and how long the slowest rank took.
+struct EveryRank {
+  std::vector<collx_status_t> rc;
+  std::vector<std::string> msg;
+  double seconds = 0;
+};
+EveryRank call_on_every_rank(ThreadRanks& world, const std::function<collx_status_t(int, collx_comm_t)>& call) {
+  EveryRank out;
+  out.rc.assign(static_cast<size_t>(world.size()), COLLX_OK);
+  out.msg.assign(static_cast<size_t>(world.size()), "");
+  const auto start = Clock::now();
+  world.run([&](int rank, collx_comm_t comm) {
+    out.rc[rank] = call(rank, comm);
+    out.msg[rank] = last_error(comm);
+  });
+  out.seconds = seconds_since(start);
+  return out;
+}
+
 TEST(BadInput, NullCommunicatorIsRejectedWithAMessage) {
   float x = 0;
   EXPECT_EQ(collx_allreduce(&x, &x, 1, COLLX_FLOAT32, COLLX_SUM, nullptr, nullptr), COLLX_ERR_INVALID_ARG);
@@ -115,15 +134,13 @@ TEST(BadInput, ZeroCopyAllocationsRejectBadSizesAndForeignOrFreedPointers) {
 TEST(Mismatch, DifferentCountsFailBothRanksNamingBothCalls) {
   ThreadRanks world(2, /*timeout_ms=*/20000);
   ASSERT_TRUE(world.ok()) << world.error();
-  std::vector<collx_status_t> rc(2);
-  std::vector<std::string> msg(2);
-  const auto start = Clock::now();
-  world.run([&](int rank, collx_comm_t comm) {
+  const EveryRank out = call_on_every_rank(world, [](int rank, collx_comm_t comm) {
     std::vector<float> buf(16, 1.0f);
-    rc[rank] = collx_allreduce(buf.data(), buf.data(), rank == 0 ? 8 : 9, COLLX_FLOAT32, COLLX_SUM, comm, nullptr);
-    msg[rank] = last_error(comm);
+    return collx_allreduce(buf.data(), buf.data(), rank == 0 ? 8 : 9, COLLX_FLOAT32, COLLX_SUM, comm, nullptr);
   });
-  EXPECT_LT(seconds_since(start), 5.0) << "a mismatch must not wait for the timeout";
+  const std::vector<collx_status_t>& rc = out.rc;
+  const std::vector<std::string>& msg = out.msg;
+  EXPECT_LT(out.seconds, 5.0) << "a mismatch must not wait for the timeout";
   for (int r = 0; r < 2; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r) + ": " + msg[r]);
     EXPECT_EQ(rc[r], COLLX_ERR_MISMATCH);
@@ -135,19 +152,14 @@ TEST(Mismatch, DifferentCountsFailBothRanksNamingBothCalls) {
 TEST(Mismatch, DifferentCollectivesAtTheSameStepFailInsteadOfHanging) {
   ThreadRanks world(3, /*timeout_ms=*/20000);
   ASSERT_TRUE(world.ok()) << world.error();
-  std::vector<collx_status_t> rc(3);
-  std::vector<std::string> msg(3);
-  const auto start = Clock::now();
-  world.run([&](int rank, collx_comm_t comm) {
+  const EveryRank out = call_on_every_rank(world, [](int rank, collx_comm_t comm) {
     std::vector<int32_t> buf(32, rank);
-    if (rank == 2) {
-      rc[rank] = collx_broadcast(buf.data(), buf.data(), 32, COLLX_INT32, 0, comm, nullptr);
-    } else {
-      rc[rank] = collx_allreduce(buf.data(), buf.data(), 32, COLLX_INT32, COLLX_SUM, comm, nullptr);
-    }
-    msg[rank] = last_error(comm);
+    if (rank == 2) return collx_broadcast(buf.data(), buf.data(), 32, COLLX_INT32, 0, comm, nullptr);
+    return collx_allreduce(buf.data(), buf.data(), 32, COLLX_INT32, COLLX_SUM, comm, nullptr);
   });
-  EXPECT_LT(seconds_since(start), 5.0);
+  const std::vector<collx_status_t>& rc = out.rc;
+  const std::vector<std::string>& msg = out.msg;
+  EXPECT_LT(out.seconds, 5.0);
   bool someone_named_both = false;
   for (int r = 0; r < 3; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r) + ": " + msg[r]);
@@ -189,19 +201,15 @@ TEST(Mismatch, ScatterAgainstGatherOrAnotherCountFailsTheRootInsteadOfWaiting) {
     SCOPED_TRACE(d.what);
     ThreadRanks world(3, /*timeout_ms=*/20000);
     ASSERT_TRUE(world.ok()) << world.error();
-    std::vector<collx_status_t> rc(3);
-    std::vector<std::string> msg(3);
-    const auto start = Clock::now();
-    world.run([&](int rank, collx_comm_t comm) {
+    const EveryRank out = call_on_every_rank(world, [&](int rank, collx_comm_t comm) {
       std::vector<int32_t> buf(32, rank);
-      rc[rank] = d.call(rank, comm, buf.data());
-      msg[rank] = last_error(comm);
+      return d.call(rank, comm, buf.data());
     });
-    EXPECT_LT(seconds_since(start), 5.0) << "a mismatch must not wait for the timeout";
-    EXPECT_EQ(rc[0], COLLX_ERR_MISMATCH) << msg[0];
-    EXPECT_NE(msg[0].find(d.root_must_mention), std::string::npos) << msg[0];
+    EXPECT_LT(out.seconds, 5.0) << "a mismatch must not wait for the timeout";
+    EXPECT_EQ(out.rc[0], COLLX_ERR_MISMATCH) << out.msg[0];
+    EXPECT_NE(out.msg[0].find(d.root_must_mention), std::string::npos) << out.msg[0];
     if (d.disagreeing_rank_waits) {
-      EXPECT_NE(rc[2], COLLX_OK) << "rank 2 waited for the root, which failed";
+      EXPECT_NE(out.rc[2], COLLX_OK) << "rank 2 waited for the root, which failed";
     }
   }
 }
