@@ -45,6 +45,10 @@ struct CollArgs {
   collx_datatype_t datatype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   int root = 0;
+  // All-gatherv (count is then the total): rank r's block has counts[r] elements at element
+  // offset displs[r] of recvbuf; one entry per rank.
+  const size_t* counts = nullptr;
+  const size_t* displs = nullptr;
   transport::OpDesc desc;
   Deadline deadline = Deadline::never();
 };
@@ -81,6 +85,9 @@ Status alltoall_pairwise(const Context& ctx, const CollArgs& args);
 // other rank directly, a few messages in flight at once; the others send or receive one.
 Status gather_direct(const Context& ctx, const CollArgs& args);
 Status scatter_direct(const Context& ctx, const CollArgs& args);
+// All-gatherv (algorithms/pairwise.cc): at step s rank r sends its block to r+s and receives
+// the block of r-s, the schedule of the pairwise all-to-all.
+Status allgatherv_pairwise(const Context& ctx, const CollArgs& args);
 Status barrier_dissemination(const Context& ctx, const CollArgs& args);
 
 }  // namespace algo

@@ -67,6 +67,11 @@ class DeviceState {
 
 Status device_check(const CollCall& call, CollCall* checked) {
   *checked = call;
+  if (call.coll == COLLX_COLL_ALLGATHERV &&
+      (call.mem_kind == COLLX_MEM_CUDA || cuda::pointer_kind(call.recvbuf) == COLLX_MEM_CUDA ||
+       cuda::pointer_kind(call.sendbuf) == COLLX_MEM_CUDA)) {
+    return make_status(COLLX_ERR_UNSUPPORTED, "allgatherv: CUDA device buffers are not supported; pass host buffers");
+  }
   if (call.mem_kind != COLLX_MEM_CUDA || !cuda::built_with_cuda()) return Status::Ok();  // validate() decides
   std::string why;
   if (cuda::device_count(&why) == 0) {

@@ -44,6 +44,7 @@ std::vector<collx_algorithm_t> CostModel::candidates(collx_coll_t coll) {
     case COLLX_COLL_REDUCE:
       return {COLLX_ALGO_BINOMIAL};
     case COLLX_COLL_ALLTOALL:
+    case COLLX_COLL_ALLGATHERV:
       return {COLLX_ALGO_PAIRWISE};
     case COLLX_COLL_BARRIER:
       return {COLLX_ALGO_DISSEMINATION};

@@ -11,7 +11,7 @@ namespace {
 
 const char* const kCollNames[COLLX_NUM_COLLS] = {
     "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce",
-    "alltoall",  "barrier",        "send",      "recv",   "gather", "scatter"};
+    "alltoall",  "barrier",        "send",      "recv",   "gather", "scatter", "allgatherv"};
 
 const char* const kAlgorithmNames[COLLX_NUM_ALGORITHMS] = {
     "auto", "ring", "recursive_doubling", "binomial", "pairwise", "dissemination", "direct", "rabenseifner",
@@ -86,7 +86,7 @@ bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
     case COLLX_ALGO_BINOMIAL:
       return coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE;
     case COLLX_ALGO_PAIRWISE:
-      return coll == COLLX_COLL_ALLTOALL;
+      return coll == COLLX_COLL_ALLTOALL || coll == COLLX_COLL_ALLGATHERV;
     case COLLX_ALGO_DISSEMINATION:
       return coll == COLLX_COLL_BARRIER;
     case COLLX_ALGO_DIRECT:
@@ -104,8 +104,9 @@ std::string describe_op(const transport::OpDesc& d) {
   const bool p2p = d.kind == COLLX_COLL_SEND || d.kind == COLLX_COLL_RECV;
   std::string out = p2p ? "send/recv" : coll_name(d.kind);
   if (!p2p) out += string_printf(" #%llu", static_cast<unsigned long long>(d.seq));
-  out += string_printf(" (count %llu, %s", static_cast<unsigned long long>(d.count),
-                       datatype_name(d.datatype));
+  // A v-collective's count field is a hash of its counts array (what ranks must agree on).
+  out += string_printf(d.kind == COLLX_COLL_ALLGATHERV ? " (counts hash %016llx, %s" : " (count %llu, %s",
+                       static_cast<unsigned long long>(d.count), datatype_name(d.datatype));
   if (reduces) out += string_printf(", %s", op_name(d.op));
   if (rooted) out += string_printf(", root %d", static_cast<int>(d.root));
   if (!p2p) out += string_printf(", %s", algorithm_name(d.algorithm));

@@ -67,6 +67,7 @@ Status Communicator::validate(const CollCall& c) const {
   if (c.mem_kind < COLLX_MEM_AUTO || c.mem_kind > COLLX_MEM_CUDA) {
     return invalid(name, "%s", string_printf("unknown mem_kind %d in opts", c.mem_kind));
   }
+  if (c.coll == COLLX_COLL_ALLGATHERV) return validate_v(c);
   if (coll_has_root(c.coll) && (c.root < 0 || c.root >= size_)) {
     return invalid(name, "%s", string_printf("root %d is out of range for a communicator of %d ranks", c.root, size_));
   }

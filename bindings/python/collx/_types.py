@@ -54,6 +54,7 @@ class Coll(enum.IntEnum):
     RECV = 8
     GATHER = 9
     SCATTER = 10
+    ALLGATHERV = 11
 
 
 class Algorithm(enum.IntEnum):
