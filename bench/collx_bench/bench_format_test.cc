@@ -114,7 +114,8 @@ TEST(Args, AliasesAndAll) {
       {"reducescatter", BenchColl::kReduceScatter}, {"reduce_scatter", BenchColl::kReduceScatter},
       {"all_gather_perf", BenchColl::kAllgather},   {"bcast", BenchColl::kBroadcast},
       {"alltoall", BenchColl::kAlltoall},           {"sendrecv", BenchColl::kSendrecv},
-      {"gather_perf", BenchColl::kGather},          {"scatter", BenchColl::kScatter}};
+      {"gather_perf", BenchColl::kGather},          {"scatter", BenchColl::kScatter},
+      {"all_gatherv", BenchColl::kAllgatherv}};
   for (const auto& c : colls) {
     ASSERT_EQ(parse({c.first.c_str()}, &o, &err), ParseResult::kOk) << c.first;
     EXPECT_EQ(o.coll, c.second);
@@ -198,6 +199,11 @@ TEST(Sweep, CountsFollowNcclTests) {
   EXPECT_EQ(c.send_count, 120u);
   EXPECT_EQ(c.recv_count, 40u);
   EXPECT_EQ(c.bytes, 960u);
+  c = row_counts(BenchColl::kAllgatherv, 1000, 8, 4);  // 125 / (1+2+3+1) units = 17 -> 16 doubles
+  EXPECT_EQ(c.count, 16u);
+  EXPECT_EQ(c.send_count, 48u);
+  EXPECT_EQ(c.recv_count, 112u);
+  EXPECT_EQ(c.bytes, 896u);
   c = row_counts(BenchColl::kAllgather, 8, 4, 4);  // too small: an empty row
   EXPECT_EQ(c.count, 0u);
   EXPECT_EQ(c.bytes, 0u);
@@ -216,6 +222,7 @@ TEST(Sweep, BusBandwidth) {
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kAlltoall, 2), 0.5);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kGather, 4), 0.75);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kScatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kAllgatherv, 4), 0.75);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kBroadcast, 4), 1.0);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kReduce, 4), 1.0);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kSendrecv, 4), 1.0);
@@ -380,7 +387,8 @@ struct World {
 World simulate(const CallShape& base, bool in_place) {
   const int n = base.nranks;
   const size_t elt = datatype_bytes(base.datatype);
-  const size_t big = base.count * static_cast<size_t>(n) + 1;
+  // Room for every rank's block (allgatherv's uneven shards take up to 2n blocks).
+  const size_t big = base.count * std::max(static_cast<size_t>(n), allgatherv_units(n)) + 1;
   World w;
   w.send.assign(n, std::vector<unsigned char>(big * elt));
   w.recv.assign(n, std::vector<unsigned char>(big * elt));
@@ -434,6 +442,10 @@ World simulate(const CallShape& base, bool in_place) {
       case BenchColl::kScatter:
         for (size_t i = 0; i < c; ++i) out[r].push_back(input(base.root, r * c + i));
         break;
+      case BenchColl::kAllgatherv:
+        for (int q = 0; q < n; ++q)
+          for (size_t i = 0; i < allgatherv_shard(c, q); ++i) out[r].push_back(input(q, i));
+        break;
       case BenchColl::kSendrecv:
         for (size_t i = 0; i < c; ++i) out[r].push_back(input((r + n - 1) % n, i));
         break;
@@ -450,7 +462,8 @@ World simulate(const CallShape& base, bool in_place) {
 TEST(Data, CheckerAcceptsCorrectResultsAndCountsWrongOnes) {
   const BenchColl colls[] = {BenchColl::kAllreduce, BenchColl::kReduceScatter, BenchColl::kAllgather,
                              BenchColl::kBroadcast, BenchColl::kReduce,        BenchColl::kAlltoall,
-                             BenchColl::kGather,    BenchColl::kScatter,       BenchColl::kSendrecv};
+                             BenchColl::kGather,    BenchColl::kScatter,       BenchColl::kAllgatherv,
+                             BenchColl::kSendrecv};
   for (BenchColl coll : colls) {
     for (int n : {1, 2, 3, 5}) {
       for (int t = 0; t < COLLX_NUM_DATATYPES; ++t) {

@@ -27,6 +27,7 @@ const CollEntry kColls[] = {
     {BenchColl::kAlltoall, "alltoall", COLLX_COLL_ALLTOALL, false, false, false},
     {BenchColl::kGather, "gather", COLLX_COLL_GATHER, false, true, false},
     {BenchColl::kScatter, "scatter", COLLX_COLL_SCATTER, false, true, false},
+    {BenchColl::kAllgatherv, "allgatherv", COLLX_COLL_ALLGATHERV, false, false, false},
     {BenchColl::kSendrecv, "sendrecv", COLLX_COLL_SEND, false, false, false},
 };
 
