@@ -55,12 +55,14 @@ CollCall make_p2p(collx_coll_t coll, const void* sendbuf, void* recvbuf, size_t 
 }
 
 // All-gatherv: the arrays are copied here, while the caller's pointers are known valid.
+// `datatype` is the caller's raw value (validate() rejects one outside collx_datatype_t).
 Status make_v_call(collx_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
-                   const size_t* displs, collx_datatype_t datatype, CollCall* call) {
+                   const size_t* displs, int32_t datatype, CollCall* call) {
   if (!comm || !comm->impl) return api::null_handle("comm");
   if (!recvcounts) return make_status(COLLX_ERR_INVALID_ARG, "allgatherv: recvcounts is NULL (it needs one entry per rank)");
   const size_t n = static_cast<size_t>(comm->impl->size());
-  *call = make_call(COLLX_COLL_ALLGATHERV, sendbuf, recvbuf, sendcount, datatype, COLLX_SUM, 0);
+  *call = make_call(COLLX_COLL_ALLGATHERV, sendbuf, recvbuf, sendcount, COLLX_UINT8, COLLX_SUM, 0);
+  call->datatype = datatype;
   call->counts.assign(recvcounts, recvcounts + n);
   call->displs.resize(n);
   size_t packed = 0;  // overflow is validate_v's to report
@@ -112,8 +114,9 @@ collx_status_t collx_allgatherv(const void* sendbuf, size_t sendcount, void* rec
                                 const size_t* displs, collx_datatype_t datatype, collx_comm_t comm,
                                 const collx_opts_t* opts) {
   CollCall call;
+  const int32_t raw_datatype = datatype;  // read once as an integer: it may be out of range
   collx_status_t rc = api::guarded(comm, [&] {
-    return make_v_call(comm, sendbuf, sendcount, recvbuf, recvcounts, displs, datatype, &call);
+    return make_v_call(comm, sendbuf, sendcount, recvbuf, recvcounts, displs, raw_datatype, &call);
   });
   return rc != COLLX_OK ? rc : run_blocking(comm, opts, std::move(call));
 }
@@ -175,8 +178,9 @@ collx_status_t collx_iallgatherv(const void* sendbuf, size_t sendcount, void* re
                                  const size_t* displs, collx_datatype_t datatype, collx_comm_t comm,
                                  const collx_opts_t* opts, collx_request_t* request) {
   CollCall call;
+  const int32_t raw_datatype = datatype;  // read once as an integer: it may be out of range
   collx_status_t rc = api::guarded(comm, [&] {
-    return make_v_call(comm, sendbuf, sendcount, recvbuf, recvcounts, displs, datatype, &call);
+    return make_v_call(comm, sendbuf, sendcount, recvbuf, recvcounts, displs, raw_datatype, &call);
   });
   return rc != COLLX_OK ? rc : run_nonblocking(comm, opts, std::move(call), request);
 }
