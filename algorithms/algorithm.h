@@ -3,7 +3,7 @@
 //
 // Shared conventions:
 //  - args.count is the count of the collective as the user called it (per-rank count for
-//    reduce-scatter and all-gather, per-peer count for all-to-all).
+//    reduce-scatter, all-gather, gather and scatter, per-peer count for all-to-all).
 //  - args.op is SUM, PROD, MIN or MAX: the core turns AVG and PREMUL_SUM into SUM plus a
 //    scale before calling an algorithm.
 //  - In-place layouts are those of the public API (collx.h); out-of-place buffers do not
@@ -45,6 +45,10 @@ struct CollArgs {
   collx_datatype_t datatype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   int root = 0;
+  // All-gatherv (count is then the total): rank r's block has counts[r] elements at element
+  // offset displs[r] of recvbuf; one entry per rank.
+  const size_t* counts = nullptr;
+  const size_t* displs = nullptr;
   transport::OpDesc desc;
   Deadline deadline = Deadline::never();
 };
@@ -77,6 +81,13 @@ Status allgather_ring(const Context& ctx, const CollArgs& args);
 Status broadcast_binomial(const Context& ctx, const CollArgs& args);
 Status reduce_binomial(const Context& ctx, const CollArgs& args);
 Status alltoall_pairwise(const Context& ctx, const CollArgs& args);
+// Gather and scatter (algorithms/rooted_direct.cc): the root exchanges one block with every
+// other rank directly, a few messages in flight at once; the others send or receive one.
+Status gather_direct(const Context& ctx, const CollArgs& args);
+Status scatter_direct(const Context& ctx, const CollArgs& args);
+// All-gatherv (algorithms/pairwise.cc): at step s rank r sends its block to r+s and receives
+// the block of r-s, the schedule of the pairwise all-to-all.
+Status allgatherv_pairwise(const Context& ctx, const CollArgs& args);
 Status barrier_dissemination(const Context& ctx, const CollArgs& args);
 
 }  // namespace algo

@@ -113,7 +113,9 @@ TEST(Args, AliasesAndAll) {
   const std::map<std::string, BenchColl> colls = {
       {"reducescatter", BenchColl::kReduceScatter}, {"reduce_scatter", BenchColl::kReduceScatter},
       {"all_gather_perf", BenchColl::kAllgather},   {"bcast", BenchColl::kBroadcast},
-      {"alltoall", BenchColl::kAlltoall},           {"sendrecv", BenchColl::kSendrecv}};
+      {"alltoall", BenchColl::kAlltoall},           {"sendrecv", BenchColl::kSendrecv},
+      {"gather_perf", BenchColl::kGather},          {"scatter", BenchColl::kScatter},
+      {"all_gatherv", BenchColl::kAllgatherv}};
   for (const auto& c : colls) {
     ASSERT_EQ(parse({c.first.c_str()}, &o, &err), ParseResult::kOk) << c.first;
     EXPECT_EQ(o.coll, c.second);
@@ -145,7 +147,7 @@ TEST(Args, ErrorsNameTheProblem) {
   EXPECT_EQ(parse({"allreduce", "-T", "-1"}, &o, &err), ParseResult::kError);
   EXPECT_EQ(parse({"allreduce", "-b", "2M", "-e", "1M"}, &o, &err), ParseResult::kError);
   EXPECT_NE(err.find("larger than maxbytes"), std::string::npos) << err;
-  EXPECT_EQ(parse({"gather"}, &o, &err), ParseResult::kError);
+  EXPECT_EQ(parse({"hypercube"}, &o, &err), ParseResult::kError);
   EXPECT_EQ(parse({"allreduce", "broadcast"}, &o, &err), ParseResult::kError);
   EXPECT_EQ(parse({"allreduce", "-h"}, &o, &err), ParseResult::kHelp);
   EXPECT_EQ(parse({"--help"}, &o, &err), ParseResult::kHelp);
@@ -187,6 +189,21 @@ TEST(Sweep, CountsFollowNcclTests) {
   c = row_counts(BenchColl::kAlltoall, 1000, 1, 3);  // 333 -> 320 int8
   EXPECT_EQ(c.count, 320u);
   EXPECT_EQ(c.bytes, 960u);
+  c = row_counts(BenchColl::kGather, 1000, 8, 3);  // the root's recvbuf: 3 blocks of 40 doubles
+  EXPECT_EQ(c.count, 40u);
+  EXPECT_EQ(c.send_count, 40u);
+  EXPECT_EQ(c.recv_count, 120u);
+  EXPECT_EQ(c.bytes, 960u);
+  c = row_counts(BenchColl::kScatter, 1000, 8, 3);  // the root's sendbuf: 3 blocks of 40 doubles
+  EXPECT_EQ(c.count, 40u);
+  EXPECT_EQ(c.send_count, 120u);
+  EXPECT_EQ(c.recv_count, 40u);
+  EXPECT_EQ(c.bytes, 960u);
+  c = row_counts(BenchColl::kAllgatherv, 1000, 8, 4);  // 125 / (1+2+3+1) units = 17 -> 16 doubles
+  EXPECT_EQ(c.count, 16u);
+  EXPECT_EQ(c.send_count, 48u);
+  EXPECT_EQ(c.recv_count, 112u);
+  EXPECT_EQ(c.bytes, 896u);
   c = row_counts(BenchColl::kAllgather, 8, 4, 4);  // too small: an empty row
   EXPECT_EQ(c.count, 0u);
   EXPECT_EQ(c.bytes, 0u);
@@ -203,6 +220,9 @@ TEST(Sweep, BusBandwidth) {
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kReduceScatter, 4), 0.75);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kAllgather, 8), 0.875);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kAlltoall, 2), 0.5);
+  EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kGather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kScatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kAllgatherv, 4), 0.75);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kBroadcast, 4), 1.0);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kReduce, 4), 1.0);
   EXPECT_DOUBLE_EQ(busbw_factor(BenchColl::kSendrecv, 4), 1.0);
@@ -367,7 +387,8 @@ struct World {
 World simulate(const CallShape& base, bool in_place) {
   const int n = base.nranks;
   const size_t elt = datatype_bytes(base.datatype);
-  const size_t big = base.count * static_cast<size_t>(n) + 1;
+  // Room for every rank's block (allgatherv's uneven shards take up to 2n blocks).
+  const size_t big = base.count * std::max(static_cast<size_t>(n), allgatherv_units(n)) + 1;
   World w;
   w.send.assign(n, std::vector<unsigned char>(big * elt));
   w.recv.assign(n, std::vector<unsigned char>(big * elt));
@@ -414,13 +435,24 @@ World simulate(const CallShape& base, bool in_place) {
       case BenchColl::kAlltoall:
         for (int q = 0; q < n; ++q) for (size_t i = 0; i < c; ++i) out[r].push_back(input(q, r * c + i));
         break;
+      case BenchColl::kGather:
+        if (r == base.root)
+          for (int q = 0; q < n; ++q) for (size_t i = 0; i < c; ++i) out[r].push_back(input(q, i));
+        break;
+      case BenchColl::kScatter:
+        for (size_t i = 0; i < c; ++i) out[r].push_back(input(base.root, r * c + i));
+        break;
+      case BenchColl::kAllgatherv:
+        for (int q = 0; q < n; ++q)
+          for (size_t i = 0; i < allgatherv_shard(c, q); ++i) out[r].push_back(input(q, i));
+        break;
       case BenchColl::kSendrecv:
         for (size_t i = 0; i < c; ++i) out[r].push_back(input((r + n - 1) % n, i));
         break;
     }
   }
   for (int r = 0; r < n; ++r) {
-    if (base.coll == BenchColl::kReduce && r != base.root) continue;
+    if ((base.coll == BenchColl::kReduce || base.coll == BenchColl::kGather) && r != base.root) continue;
     const size_t offset = in_place && base.coll == BenchColl::kReduceScatter ? r * c : 0;
     for (size_t i = 0; i < out[r].size(); ++i) store_element(t, w.recv[r].data(), offset + i, out[r][i]);
   }
@@ -430,6 +462,7 @@ World simulate(const CallShape& base, bool in_place) {
 TEST(Data, CheckerAcceptsCorrectResultsAndCountsWrongOnes) {
   const BenchColl colls[] = {BenchColl::kAllreduce, BenchColl::kReduceScatter, BenchColl::kAllgather,
                              BenchColl::kBroadcast, BenchColl::kReduce,        BenchColl::kAlltoall,
+                             BenchColl::kGather,    BenchColl::kScatter,       BenchColl::kAllgatherv,
                              BenchColl::kSendrecv};
   for (BenchColl coll : colls) {
     for (int n : {1, 2, 3, 5}) {
@@ -456,7 +489,7 @@ TEST(Data, CheckerAcceptsCorrectResultsAndCountsWrongOnes) {
                                 : count_wrong_out_of_place(mine, w.recv[r].data());
               };
               ASSERT_EQ(wrong(), 0) << where << " rank " << r;
-              if (coll == BenchColl::kReduce && r != s.root) continue;
+              if ((coll == BenchColl::kReduce || coll == BenchColl::kGather) && r != s.root) continue;
               // Corrupt one output element: the checker must see exactly one wrong.
               const size_t at = (in_place && coll == BenchColl::kReduceScatter ? r * s.count : 0) + 5;
               store_element(s.datatype, w.recv[r].data(), at, kPoison);

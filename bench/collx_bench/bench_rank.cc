@@ -157,6 +157,10 @@ class RankRun {
     std::printf("# collx-bench version %s collx-headers=%s collx-library=%s\n", COLLX_VERSION_STRING,
                 COLLX_VERSION_STRING, report_.library_version.c_str());
     std::printf("# Collective test starting: %s\n", report_.collective.c_str());
+    if (o_.coll == BenchColl::kAllgatherv) {
+      std::printf("# allgatherv uneven shards: rank r sends (1 + r %% 3) x count elements; size is the whole "
+                  "output\n");
+    }
     std::printf("# np %d minBytes %llu maxBytes %llu step: %llu(%s) warmup iters: %d iters: %d "
                 "validation: %d transport: %s algorithm: %s\n",
                 ctx_.nranks, static_cast<unsigned long long>(o_.min_bytes),

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "bench/collx_bench/sweep.h"  // allgatherv_shard
+
 namespace collx_bench {
 
 namespace {
@@ -159,6 +161,19 @@ class ExpectedOutput {
         return moved(s_.root, index);
       case BenchColl::kAlltoall:
         return moved(static_cast<int>(index / c), static_cast<size_t>(s_.rank) * c + index % c);
+      case BenchColl::kGather:
+        return moved(static_cast<int>(index / c), index % c);
+      case BenchColl::kScatter:
+        return moved(s_.root, static_cast<size_t>(s_.rank) * c + index);
+      case BenchColl::kAllgatherv: {
+        size_t begin = 0;  // of rank q's shard
+        for (int q = 0; q < s_.nranks; ++q) {
+          const size_t shard = allgatherv_shard(s_.count, q);
+          if (index < begin + shard) return moved(q, index - begin);
+          begin += shard;
+        }
+        return kPoison;
+      }
       case BenchColl::kSendrecv:
         return moved(static_cast<int>((static_cast<size_t>(s_.rank) + n - 1) % n), index);
     }
@@ -189,6 +204,10 @@ size_t output_elements(const CallShape& s) {
       return s.count * n;
     case BenchColl::kReduce:
       return s.rank == s.root ? s.count : 0;
+    case BenchColl::kGather:
+      return s.rank == s.root ? s.count * n : 0;
+    case BenchColl::kAllgatherv:
+      return s.count * allgatherv_units(s.nranks);
     default:
       return s.count;
   }
@@ -253,13 +272,21 @@ void fill_out_of_place(const CallShape& s, void* send, void* recv) {
   switch (s.coll) {
     case BenchColl::kReduceScatter:
     case BenchColl::kAlltoall:
+    case BenchColl::kScatter:
       fill_range(s, send, 0, s.count * n, s.rank);
+      break;
+    case BenchColl::kAllgatherv:
+      fill_range(s, send, 0, allgatherv_shard(s.count, s.rank), s.rank);
       break;
     default:
       fill_range(s, send, 0, s.count, s.rank);
       break;
   }
-  const size_t recv_elements = (s.coll == BenchColl::kAllgather || s.coll == BenchColl::kAlltoall) ? s.count * n : s.count;
+  const bool recv_holds_every_block =
+      s.coll == BenchColl::kAllgather || s.coll == BenchColl::kAlltoall || s.coll == BenchColl::kGather;
+  const size_t recv_elements = s.coll == BenchColl::kAllgatherv ? s.count * allgatherv_units(s.nranks)
+                               : recv_holds_every_block              ? s.count * n
+                                                                     : s.count;
   poison(s, recv, recv_elements);
 }
 

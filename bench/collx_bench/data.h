@@ -5,8 +5,8 @@
 //  - reductions: (3*rank + i) % 4, minus 1 for signed and floating types (so avg on
 //    integers exercises truncation toward zero);
 //  - prod: 1 almost everywhere, 2 on one rank and 3 on another, so products stay at 2 or 6;
-//  - data movement (allgather, broadcast, alltoall, sendrecv): (5*rank + 3*i) % 29, so a
-//    block delivered from the wrong rank is caught for up to 29 ranks;
+//  - data movement (allgather, broadcast, alltoall, gather, scatter, sendrecv):
+//    (5*rank + 3*i) % 29, so a block delivered from the wrong rank is caught for up to 29 ranks;
 //  - premulsum uses kPremulScalar, expected = kPremulScalar * sum.
 // Outputs are poisoned (kPoison) before each checked call so stale data cannot pass.
 // Floating results are compared with a relative tolerance of a few ulps of the type;

@@ -16,7 +16,8 @@ struct CollEntry {
 };
 
 // In-place forms exist for the five collectives collx.h documents one for; alltoall is
-// "not in place" by contract and a ring sendrecv on one buffer would race.
+// "not in place" by contract and a ring sendrecv on one buffer would race. Gather and
+// scatter are in place on the root only, which one in-place column cannot show.
 const CollEntry kColls[] = {
     {BenchColl::kAllreduce, "allreduce", COLLX_COLL_ALLREDUCE, true, false, true},
     {BenchColl::kReduceScatter, "reducescatter", COLLX_COLL_REDUCE_SCATTER, true, false, true},
@@ -24,6 +25,9 @@ const CollEntry kColls[] = {
     {BenchColl::kBroadcast, "broadcast", COLLX_COLL_BROADCAST, false, true, true},
     {BenchColl::kReduce, "reduce", COLLX_COLL_REDUCE, true, true, true},
     {BenchColl::kAlltoall, "alltoall", COLLX_COLL_ALLTOALL, false, false, false},
+    {BenchColl::kGather, "gather", COLLX_COLL_GATHER, false, true, false},
+    {BenchColl::kScatter, "scatter", COLLX_COLL_SCATTER, false, true, false},
+    {BenchColl::kAllgatherv, "allgatherv", COLLX_COLL_ALLGATHERV, false, false, false},
     {BenchColl::kSendrecv, "sendrecv", COLLX_COLL_SEND, false, false, false},
 };
 

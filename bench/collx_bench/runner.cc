@@ -3,6 +3,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
+
+#include "bench/collx_bench/sweep.h"  // allgatherv_shard
 
 namespace collx_bench {
 
@@ -82,6 +85,16 @@ collx_status_t run_collective(const RankContext& ctx, const CallShape& s, void* 
       return collx_reduce(in_place ? buf : send, recv, s.count, s.datatype, s.op, s.root, ctx.comm, opts);
     case BenchColl::kAlltoall:
       return collx_alltoall(send, recv, s.count, s.datatype, ctx.comm, opts);
+    case BenchColl::kGather:
+      return collx_gather(send, recv, s.count, s.datatype, s.root, ctx.comm, opts);
+    case BenchColl::kScatter:
+      return collx_scatter(send, recv, s.count, s.datatype, s.root, ctx.comm, opts);
+    case BenchColl::kAllgatherv: {
+      std::vector<size_t> counts(static_cast<size_t>(ctx.nranks));
+      for (int q = 0; q < ctx.nranks; ++q) counts[static_cast<size_t>(q)] = allgatherv_shard(s.count, q);
+      return collx_allgatherv(send, counts[static_cast<size_t>(ctx.rank)], recv, counts.data(), nullptr, s.datatype,
+                              ctx.comm, opts);
+    }
     case BenchColl::kSendrecv:
       return run_sendrecv(ctx, s, send, recv);
   }

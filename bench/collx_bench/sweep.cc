@@ -58,6 +58,23 @@ RowCounts row_counts(BenchColl coll, uint64_t size_bytes, size_t elt_bytes, int 
       c.send_count = per_rank * n;
       c.recv_count = per_rank * n;
       break;
+    case BenchColl::kGather:  // the root's recvbuf holds every block
+      c.count = per_rank;
+      c.send_count = per_rank;
+      c.recv_count = per_rank * n;
+      break;
+    case BenchColl::kAllgatherv: {
+      const size_t unit = (count / allgatherv_units(nranks)) / align * align;
+      c.count = unit;
+      c.send_count = allgatherv_shard(unit, nranks > 2 ? 2 : nranks - 1);  // the largest shard
+      c.recv_count = unit * allgatherv_units(nranks);
+      break;
+    }
+    case BenchColl::kScatter:  // the root's sendbuf holds every block
+      c.count = per_rank;
+      c.send_count = per_rank * n;
+      c.recv_count = per_rank;
+      break;
     default:
       c.count = count;
       c.send_count = count;
@@ -69,6 +86,14 @@ RowCounts row_counts(BenchColl coll, uint64_t size_bytes, size_t elt_bytes, int 
   return c;
 }
 
+size_t allgatherv_shard(size_t unit, int rank) { return unit * (1 + static_cast<size_t>(rank % 3)); }
+
+size_t allgatherv_units(int nranks) {
+  size_t units = 0;
+  for (int r = 0; r < nranks; ++r) units += allgatherv_shard(1, r);
+  return units;
+}
+
 double busbw_factor(BenchColl coll, int nranks) {
   if (nranks <= 0) return 0.0;
   const double n = nranks;
@@ -78,6 +103,9 @@ double busbw_factor(BenchColl coll, int nranks) {
     case BenchColl::kReduceScatter:
     case BenchColl::kAllgather:
     case BenchColl::kAlltoall:
+    case BenchColl::kGather:
+    case BenchColl::kScatter:
+    case BenchColl::kAllgatherv:
       return (n - 1.0) / n;
     default:
       return 1.0;

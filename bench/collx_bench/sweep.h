@@ -26,12 +26,17 @@ struct RowCounts {
   uint64_t bytes = 0;     // the "size" column: max(send, recv) bytes, the whole array
 };
 
-// For reducescatter, allgather and alltoall the per-rank count is size/elt/nranks rounded
-// down so that every rank's block is a multiple of 16 bytes; the others use size/elt.
+// For reducescatter, allgather, alltoall, gather and scatter the per-rank count is
+// size/elt/nranks rounded down so that every rank's block is a multiple of 16 bytes; the
+// others use size/elt.
+// Allgatherv's uneven shards (collx-bench prints the pattern): rank r sends (1 + r % 3)
+// units, count being the unit, so the largest shard is 3x the smallest from 3 ranks on.
 RowCounts row_counts(BenchColl coll, uint64_t size_bytes, size_t elt_bytes, int nranks);
+size_t allgatherv_shard(size_t unit, int rank);
+size_t allgatherv_units(int nranks);  // units of every shard together
 
-// busbw = algbw * factor: 2(n-1)/n for allreduce, (n-1)/n for reducescatter, allgather and
-// alltoall, 1 for broadcast, reduce and sendrecv.
+// busbw = algbw * factor: 2(n-1)/n for allreduce, (n-1)/n for reducescatter, allgather,
+// alltoall, gather, scatter and allgatherv, 1 for broadcast, reduce and sendrecv.
 double busbw_factor(BenchColl coll, int nranks);
 // algbw in GB/s (1e9 B/s) for `bytes` moved in `time_us`; 0 when the time is not positive.
 double algbw_gbs(uint64_t bytes, double time_us);

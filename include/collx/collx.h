@@ -118,7 +118,10 @@ typedef enum collx_coll {
   COLLX_COLL_BARRIER = 6,
   COLLX_COLL_SEND = 7,
   COLLX_COLL_RECV = 8,
-  COLLX_NUM_COLLS = 9
+  COLLX_COLL_GATHER = 9,
+  COLLX_COLL_SCATTER = 10,
+  COLLX_COLL_ALLGATHERV = 11,
+  COLLX_NUM_COLLS = 12
 } collx_coll_t;
 
 /* Algorithms. COLLX_ALGO_AUTO lets the library choose by collective and size; the others
@@ -129,9 +132,10 @@ typedef enum collx_algorithm {
   COLLX_ALGO_RING = 1,               /* allreduce, reduce_scatter, allgather */
   COLLX_ALGO_RECURSIVE_DOUBLING = 2, /* allreduce (small messages) */
   COLLX_ALGO_BINOMIAL = 3,           /* broadcast, reduce */
-  COLLX_ALGO_PAIRWISE = 4,           /* alltoall */
+  COLLX_ALGO_PAIRWISE = 4,           /* alltoall, allgatherv */
   COLLX_ALGO_DISSEMINATION = 5,      /* barrier */
-  COLLX_ALGO_DIRECT = 6,             /* send/recv */
+  COLLX_ALGO_DIRECT = 6,             /* send/recv; gather, scatter (the root exchanges with
+                                        every rank directly) */
   COLLX_ALGO_RABENSEIFNER = 7,       /* allreduce: recursive halving + doubling (large messages) */
   COLLX_ALGO_DOUBLE_TREE = 8,        /* allreduce: two pipelined binary trees (NCCL's double binary tree) */
   COLLX_ALGO_SHARED_MEMORY = 9,      /* allreduce, reduce_scatter, allgather: every rank reads its peers'
@@ -411,6 +415,34 @@ COLLX_API collx_status_t collx_alltoall(const void* sendbuf, void* recvbuf, size
                                         collx_datatype_t datatype, collx_comm_t comm,
                                         const collx_opts_t* opts);
 
+/* MPI_Gather: the root's recvbuf (size * count elements) gets every rank's sendbuf (count
+ * elements) as block `rank`, in rank order. recvbuf is written on the root only and may be
+ * NULL elsewhere. In place (root only): sendbuf == recvbuf + root * count (in elements);
+ * any other overlap on the root is an error. */
+COLLX_API collx_status_t collx_gather(const void* sendbuf, void* recvbuf, size_t count,
+                                      collx_datatype_t datatype, int32_t root, collx_comm_t comm,
+                                      const collx_opts_t* opts);
+
+/* MPI_Scatter: block r (count elements) of the root's sendbuf (size * count elements) goes
+ * to rank r's recvbuf (count elements). sendbuf is read on the root only and may be NULL
+ * elsewhere. In place (root only): recvbuf == sendbuf + root * count (in elements), where
+ * the root's block is left as it is; any other overlap on the root is an error. */
+COLLX_API collx_status_t collx_scatter(const void* sendbuf, void* recvbuf, size_t count,
+                                       collx_datatype_t datatype, int32_t root, collx_comm_t comm,
+                                       const collx_opts_t* opts);
+
+/* MPI_Allgatherv: rank r's sendbuf (sendcount elements, equal to recvcounts[r]) lands in
+ * every rank's recvbuf at element offset displs[r]. recvcounts and displs have one entry per
+ * rank, are read during the call only (the nonblocking form copies them) and must hold the
+ * same values on every rank: ranks whose recvcounts differ get COLLX_ERR_MISMATCH. displs ==
+ * NULL packs the blocks in rank order (displs[r] = recvcounts[0] + ... + recvcounts[r-1]).
+ * The blocks must not overlap one another. In place: sendbuf == recvbuf + displs[rank]
+ * (in elements); any other overlap is an error. */
+COLLX_API collx_status_t collx_allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf,
+                                          const size_t* recvcounts, const size_t* displs,
+                                          collx_datatype_t datatype, collx_comm_t comm,
+                                          const collx_opts_t* opts);
+
 /* Returns when every rank has entered the barrier. */
 COLLX_API collx_status_t collx_barrier(collx_comm_t comm, const collx_opts_t* opts);
 
@@ -452,6 +484,16 @@ COLLX_API collx_status_t collx_ireduce(const void* sendbuf, void* recvbuf, size_
 COLLX_API collx_status_t collx_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
                                          collx_datatype_t datatype, collx_comm_t comm,
                                          const collx_opts_t* opts, collx_request_t* request);
+COLLX_API collx_status_t collx_igather(const void* sendbuf, void* recvbuf, size_t count,
+                                       collx_datatype_t datatype, int32_t root, collx_comm_t comm,
+                                       const collx_opts_t* opts, collx_request_t* request);
+COLLX_API collx_status_t collx_iscatter(const void* sendbuf, void* recvbuf, size_t count,
+                                        collx_datatype_t datatype, int32_t root, collx_comm_t comm,
+                                        const collx_opts_t* opts, collx_request_t* request);
+COLLX_API collx_status_t collx_iallgatherv(const void* sendbuf, size_t sendcount, void* recvbuf,
+                                           const size_t* recvcounts, const size_t* displs,
+                                           collx_datatype_t datatype, collx_comm_t comm,
+                                           const collx_opts_t* opts, collx_request_t* request);
 COLLX_API collx_status_t collx_ibarrier(collx_comm_t comm, const collx_opts_t* opts,
                                         collx_request_t* request);
 COLLX_API collx_status_t collx_isend(const void* buf, size_t count, collx_datatype_t datatype,

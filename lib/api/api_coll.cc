@@ -54,6 +54,25 @@ CollCall make_p2p(collx_coll_t coll, const void* sendbuf, void* recvbuf, size_t 
   return call;
 }
 
+// All-gatherv: the arrays are copied here, while the caller's pointers are known valid.
+// `datatype` is the caller's raw value (validate() rejects one outside collx_datatype_t).
+Status make_v_call(collx_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                   const size_t* displs, int32_t datatype, CollCall* call) {
+  if (!comm || !comm->impl) return api::null_handle("comm");
+  if (!recvcounts) return make_status(COLLX_ERR_INVALID_ARG, "allgatherv: recvcounts is NULL (it needs one entry per rank)");
+  const size_t n = static_cast<size_t>(comm->impl->size());
+  *call = make_call(COLLX_COLL_ALLGATHERV, sendbuf, recvbuf, sendcount, COLLX_UINT8, COLLX_SUM, 0);
+  call->datatype = datatype;
+  call->counts.assign(recvcounts, recvcounts + n);
+  call->displs.resize(n);
+  size_t packed = 0;  // overflow is validate_v's to report
+  for (size_t r = 0; r < n; ++r) {
+    call->displs[r] = displs ? displs[r] : packed;
+    packed += recvcounts[r];
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -82,6 +101,24 @@ collx_status_t collx_reduce(const void* sendbuf, void* recvbuf, size_t count, co
 collx_status_t collx_alltoall(const void* sendbuf, void* recvbuf, size_t count, collx_datatype_t datatype,
                               collx_comm_t comm, const collx_opts_t* opts) {
   return run_blocking(comm, opts, make_call(COLLX_COLL_ALLTOALL, sendbuf, recvbuf, count, datatype, COLLX_SUM, 0));
+}
+collx_status_t collx_gather(const void* sendbuf, void* recvbuf, size_t count, collx_datatype_t datatype,
+                            int32_t root, collx_comm_t comm, const collx_opts_t* opts) {
+  return run_blocking(comm, opts, make_call(COLLX_COLL_GATHER, sendbuf, recvbuf, count, datatype, COLLX_SUM, root));
+}
+collx_status_t collx_scatter(const void* sendbuf, void* recvbuf, size_t count, collx_datatype_t datatype,
+                             int32_t root, collx_comm_t comm, const collx_opts_t* opts) {
+  return run_blocking(comm, opts, make_call(COLLX_COLL_SCATTER, sendbuf, recvbuf, count, datatype, COLLX_SUM, root));
+}
+collx_status_t collx_allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                                const size_t* displs, collx_datatype_t datatype, collx_comm_t comm,
+                                const collx_opts_t* opts) {
+  CollCall call;
+  const int32_t raw_datatype = datatype;  // read once as an integer: it may be out of range
+  collx_status_t rc = api::guarded(comm, [&] {
+    return make_v_call(comm, sendbuf, sendcount, recvbuf, recvcounts, displs, raw_datatype, &call);
+  });
+  return rc != COLLX_OK ? rc : run_blocking(comm, opts, std::move(call));
 }
 collx_status_t collx_barrier(collx_comm_t comm, const collx_opts_t* opts) {
   return run_blocking(comm, opts, make_call(COLLX_COLL_BARRIER, nullptr, nullptr, 0, COLLX_UINT8, COLLX_SUM, 0));
@@ -126,6 +163,26 @@ collx_status_t collx_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
                                collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request) {
   return run_nonblocking(comm, opts,
                          make_call(COLLX_COLL_ALLTOALL, sendbuf, recvbuf, count, datatype, COLLX_SUM, 0), request);
+}
+collx_status_t collx_igather(const void* sendbuf, void* recvbuf, size_t count, collx_datatype_t datatype,
+                             int32_t root, collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request) {
+  return run_nonblocking(comm, opts,
+                         make_call(COLLX_COLL_GATHER, sendbuf, recvbuf, count, datatype, COLLX_SUM, root), request);
+}
+collx_status_t collx_iscatter(const void* sendbuf, void* recvbuf, size_t count, collx_datatype_t datatype,
+                              int32_t root, collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request) {
+  return run_nonblocking(comm, opts,
+                         make_call(COLLX_COLL_SCATTER, sendbuf, recvbuf, count, datatype, COLLX_SUM, root), request);
+}
+collx_status_t collx_iallgatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                                 const size_t* displs, collx_datatype_t datatype, collx_comm_t comm,
+                                 const collx_opts_t* opts, collx_request_t* request) {
+  CollCall call;
+  const int32_t raw_datatype = datatype;  // read once as an integer: it may be out of range
+  collx_status_t rc = api::guarded(comm, [&] {
+    return make_v_call(comm, sendbuf, sendcount, recvbuf, recvcounts, displs, raw_datatype, &call);
+  });
+  return rc != COLLX_OK ? rc : run_nonblocking(comm, opts, std::move(call), request);
 }
 collx_status_t collx_ibarrier(collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request) {
   return run_nonblocking(comm, opts, make_call(COLLX_COLL_BARRIER, nullptr, nullptr, 0, COLLX_UINT8, COLLX_SUM, 0),

@@ -11,6 +11,29 @@
 
 namespace collx {
 
+namespace {
+
+// Elements of every rank's block together (validated: no overflow).
+size_t total_count(const CollCall& call) {
+  size_t total = 0;
+  for (size_t c : call.counts) total += c;
+  return total;
+}
+
+// FNV-1a over the counts, position by position (so [1, 2] and [2, 1] differ).
+uint64_t counts_hash(const std::vector<size_t>& counts) {
+  uint64_t h = 14695981039346656037ull;
+  for (size_t c : counts) {
+    for (int byte = 0; byte < 8; ++byte) {
+      h ^= (static_cast<uint64_t>(c) >> (8 * byte)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
 Deadline Communicator::deadline_for(int64_t call_timeout_ms) const {
   return Deadline::after_ms(call_timeout_ms >= 0 ? call_timeout_ms : settings_.timeout_ms);
 }
@@ -57,7 +80,9 @@ Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) cons
   // size, which never change): a call equal to the last accepted one is accepted again and
   // gets the same algorithm without repeating either.
   LastCall& same = last_call_;
-  const bool repeat = same.valid && same.coll == checked.coll && same.count == checked.count &&
+  // All-gatherv's arrays may hold new values at the same addresses: always validated.
+  const bool v_layout = checked.coll == COLLX_COLL_ALLGATHERV;
+  const bool repeat = !v_layout && same.valid && same.coll == checked.coll && same.count == checked.count &&
                       same.sendbuf == checked.sendbuf && same.recvbuf == checked.recvbuf &&
                       same.datatype == checked.datatype && same.op == checked.op &&
                       same.algorithm == checked.algorithm && same.root == checked.root &&
@@ -69,12 +94,13 @@ Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) cons
     algorithm = same.chosen;
   } else {
     LastChoice& last = last_choice_;
-    if (last.valid && last.coll == call.coll && last.count == call.count && last.datatype == call.datatype &&
+    const size_t count = v_layout ? total_count(call) : call.count;
+    if (last.valid && last.coll == call.coll && last.count == count && last.datatype == call.datatype &&
         last.forced == call.algorithm) {
       algorithm = last.algorithm;
     } else {
-      COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, call.count, call.datatype, call.algorithm, &algorithm));
-      last = LastChoice{true, call.coll, call.count, call.datatype, call.algorithm, algorithm};
+      COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, count, call.datatype, call.algorithm, &algorithm));
+      last = LastChoice{true, call.coll, count, call.datatype, call.algorithm, algorithm};
     }
     same = LastCall{true,          checked.coll, checked.sendbuf, checked.recvbuf, checked.count,
                     checked.datatype, checked.op, checked.algorithm, checked.root, checked.peer,
@@ -86,8 +112,10 @@ Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) cons
                        call.coll == COLLX_COLL_REDUCE;
   desc->op = reduces ? static_cast<uint8_t>(call.op) : 0;
   desc->algorithm = static_cast<uint8_t>(algorithm);
-  desc->root = (call.coll == COLLX_COLL_BROADCAST || call.coll == COLLX_COLL_REDUCE) ? call.root : -1;
-  desc->count = call.count;
+  desc->root = coll_has_root(call.coll) ? call.root : -1;
+  // Ranks compare OpDescs, so a v-collective's counts array is carried as its hash: ranks
+  // that passed different arrays fail with a mismatch instead of receiving wrong sizes.
+  desc->count = v_layout ? counts_hash(call.counts) : call.count;
   return Status::Ok();
 }
 
@@ -194,6 +222,11 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
       break;
     case COLLX_ALGO_PAIRWISE:
       if (args.desc.kind == COLLX_COLL_ALLTOALL) return algo::alltoall_pairwise(ctx, args);
+      if (args.desc.kind == COLLX_COLL_ALLGATHERV) return algo::allgatherv_pairwise(ctx, args);
+      break;
+    case COLLX_ALGO_DIRECT:
+      if (args.desc.kind == COLLX_COLL_GATHER) return algo::gather_direct(ctx, args);
+      if (args.desc.kind == COLLX_COLL_SCATTER) return algo::scatter_direct(ctx, args);
       break;
     case COLLX_ALGO_DISSEMINATION:
       if (args.desc.kind == COLLX_COLL_BARRIER) return algo::barrier_dissemination(ctx, args);
@@ -214,6 +247,11 @@ Status Communicator::dispatch(const CollCall& call, const transport::OpDesc& des
   args.datatype = static_cast<collx_datatype_t>(call.datatype);
   args.op = static_cast<collx_op_t>(call.op);
   args.root = call.root;
+  if (call.coll == COLLX_COLL_ALLGATHERV) {
+    args.count = total_count(call);
+    args.counts = call.counts.data();
+    args.displs = call.displs.data();
+  }
   args.desc = desc;
   args.deadline = deadline;
   const bool reduces = call.coll == COLLX_COLL_ALLREDUCE || call.coll == COLLX_COLL_REDUCE_SCATTER ||

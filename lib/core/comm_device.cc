@@ -67,6 +67,11 @@ class DeviceState {
 
 Status device_check(const CollCall& call, CollCall* checked) {
   *checked = call;
+  if (call.coll == COLLX_COLL_ALLGATHERV &&
+      (call.mem_kind == COLLX_MEM_CUDA || cuda::pointer_kind(call.recvbuf) == COLLX_MEM_CUDA ||
+       cuda::pointer_kind(call.sendbuf) == COLLX_MEM_CUDA)) {
+    return make_status(COLLX_ERR_UNSUPPORTED, "allgatherv: CUDA device buffers are not supported; pass host buffers");
+  }
   if (call.mem_kind != COLLX_MEM_CUDA || !cuda::built_with_cuda()) return Status::Ok();  // validate() decides
   std::string why;
   if (cuda::device_count(&why) == 0) {
@@ -214,8 +219,12 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
   if (call.coll == COLLX_COLL_REDUCE_SCATTER) send_count *= n;
   if (call.coll == COLLX_COLL_ALLGATHER) recv_count *= n;
   if (call.coll == COLLX_COLL_ALLTOALL) send_count *= n, recv_count *= n;
-  const bool has_send = call.sendbuf && !(call.coll == COLLX_COLL_BROADCAST && call.root != rank_);
-  const bool has_recv = call.recvbuf && !(call.coll == COLLX_COLL_REDUCE && call.root != rank_);
+  if (call.coll == COLLX_COLL_GATHER) recv_count *= n;
+  if (call.coll == COLLX_COLL_SCATTER) send_count *= n;
+  const bool roots_send = call.coll == COLLX_COLL_BROADCAST || call.coll == COLLX_COLL_SCATTER;
+  const bool roots_recv = call.coll == COLLX_COLL_REDUCE || call.coll == COLLX_COLL_GATHER;
+  const bool has_send = call.sendbuf && !(roots_send && call.root != rank_);
+  const bool has_recv = call.recvbuf && !(roots_recv && call.root != rank_);
   const bool elementwise = call.coll == COLLX_COLL_ALLREDUCE || call.coll == COLLX_COLL_BROADCAST ||
                            call.coll == COLLX_COLL_REDUCE;
   size_t chunk = call.count;

@@ -44,6 +44,7 @@ std::vector<collx_algorithm_t> CostModel::candidates(collx_coll_t coll) {
     case COLLX_COLL_REDUCE:
       return {COLLX_ALGO_BINOMIAL};
     case COLLX_COLL_ALLTOALL:
+    case COLLX_COLL_ALLGATHERV:
       return {COLLX_ALGO_PAIRWISE};
     case COLLX_COLL_BARRIER:
       return {COLLX_ALGO_DISSEMINATION};
@@ -126,6 +127,14 @@ Prediction CostModel::predict(collx_coll_t coll, collx_algorithm_t algorithm, ui
       out.micros = ceil_log2(p) * a;
       out.messages = static_cast<uint64_t>(ceil_log2(p));
       break;
+    case COLLX_ALGO_DIRECT:
+      if (coll == COLLX_COLL_GATHER || coll == COLLX_COLL_SCATTER) {
+        // `bytes` is the root's whole buffer; the root moves all but its own block.
+        out.micros = (p - 1) * a + n * (p - 1) / p * b;
+        out.messages = static_cast<uint64_t>(p - 1);
+        break;
+      }
+      [[fallthrough]];
     default:
       out.micros = (p - 1) * (a + n * b);
       out.messages = static_cast<uint64_t>(p - 1);

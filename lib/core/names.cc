@@ -11,7 +11,7 @@ namespace {
 
 const char* const kCollNames[COLLX_NUM_COLLS] = {
     "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce",
-    "alltoall",  "barrier",        "send",      "recv"};
+    "alltoall",  "barrier",        "send",      "recv",   "gather", "scatter", "allgatherv"};
 
 const char* const kAlgorithmNames[COLLX_NUM_ALGORITHMS] = {
     "auto", "ring", "recursive_doubling", "binomial", "pairwise", "dissemination", "direct", "rabenseifner",
@@ -63,6 +63,11 @@ bool algorithm_from_name(const std::string& name, collx_algorithm_t* out) {
   return false;
 }
 
+bool coll_has_root(int coll) {
+  return coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE || coll == COLLX_COLL_GATHER ||
+         coll == COLLX_COLL_SCATTER;
+}
+
 bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
   switch (algorithm) {
     case COLLX_ALGO_AUTO:
@@ -81,11 +86,12 @@ bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
     case COLLX_ALGO_BINOMIAL:
       return coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE;
     case COLLX_ALGO_PAIRWISE:
-      return coll == COLLX_COLL_ALLTOALL;
+      return coll == COLLX_COLL_ALLTOALL || coll == COLLX_COLL_ALLGATHERV;
     case COLLX_ALGO_DISSEMINATION:
       return coll == COLLX_COLL_BARRIER;
     case COLLX_ALGO_DIRECT:
-      return coll == COLLX_COLL_SEND || coll == COLLX_COLL_RECV;
+      return coll == COLLX_COLL_SEND || coll == COLLX_COLL_RECV || coll == COLLX_COLL_GATHER ||
+             coll == COLLX_COLL_SCATTER;
     default:
       return false;
   }
@@ -94,12 +100,13 @@ bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
 std::string describe_op(const transport::OpDesc& d) {
   const bool reduces = d.kind == COLLX_COLL_ALLREDUCE || d.kind == COLLX_COLL_REDUCE_SCATTER ||
                        d.kind == COLLX_COLL_REDUCE;
-  const bool rooted = d.kind == COLLX_COLL_BROADCAST || d.kind == COLLX_COLL_REDUCE;
+  const bool rooted = coll_has_root(d.kind);
   const bool p2p = d.kind == COLLX_COLL_SEND || d.kind == COLLX_COLL_RECV;
   std::string out = p2p ? "send/recv" : coll_name(d.kind);
   if (!p2p) out += string_printf(" #%llu", static_cast<unsigned long long>(d.seq));
-  out += string_printf(" (count %llu, %s", static_cast<unsigned long long>(d.count),
-                       datatype_name(d.datatype));
+  // A v-collective's count field is a hash of its counts array (what ranks must agree on).
+  out += string_printf(d.kind == COLLX_COLL_ALLGATHERV ? " (counts hash %016llx, %s" : " (count %llu, %s",
+                       static_cast<unsigned long long>(d.count), datatype_name(d.datatype));
   if (reduces) out += string_printf(", %s", op_name(d.op));
   if (rooted) out += string_printf(", root %d", static_cast<int>(d.root));
   if (!p2p) out += string_printf(", %s", algorithm_name(d.algorithm));

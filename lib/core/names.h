@@ -15,6 +15,9 @@ const char* algorithm_name(int algorithm);  // "ring"; "unknown" when out of ran
 bool coll_from_name(const std::string& name, collx_coll_t* out);
 bool algorithm_from_name(const std::string& name, collx_algorithm_t* out);
 
+// True for the collectives with a root argument (broadcast, reduce, gather, scatter).
+bool coll_has_root(int coll);
+
 // True when `algorithm` has a schedule for `coll` (AUTO implements everything).
 bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll);
 

@@ -47,7 +47,7 @@ Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out)
     if (!coll_from_name(fields[0], &coll)) {
       return bad_rule(rule, "unknown collective '" + fields[0] +
                                 "' (known: allreduce, reduce_scatter, allgather, broadcast, "
-                                "reduce, alltoall, barrier, send, recv)");
+                                "reduce, alltoall, barrier, send, recv, gather, scatter, allgatherv)");
     }
     if (!algorithm_implements(algorithm, coll)) {
       return bad_rule(rule, std::string("algorithm '") + algorithm_name(algorithm) +
@@ -99,7 +99,8 @@ collx_algorithm_t AlgorithmSelector::choose(collx_coll_t coll, uint64_t bytes, i
 
 uint64_t selection_bytes(collx_coll_t coll, size_t count, size_t element_size, int world_size) {
   uint64_t bytes = static_cast<uint64_t>(count) * element_size;
-  if (coll == COLLX_COLL_REDUCE_SCATTER || coll == COLLX_COLL_ALLGATHER || coll == COLLX_COLL_ALLTOALL) {
+  if (coll == COLLX_COLL_REDUCE_SCATTER || coll == COLLX_COLL_ALLGATHER || coll == COLLX_COLL_ALLTOALL ||
+      coll == COLLX_COLL_GATHER || coll == COLLX_COLL_SCATTER) {
     bytes *= static_cast<uint64_t>(world_size);
   }
   return bytes;

@@ -5,7 +5,8 @@
 //   COLL:ALGO               that collective, every size
 //   COLL:MIN-MAX:ALGO       that collective when MIN <= bytes < MAX (K/M/G suffixes, 'inf')
 // `bytes` is the total buffer size, as the size column of collx-bench: count * element size,
-// times the number of ranks for reduce_scatter, allgather and alltoall.
+// times the number of ranks for reduce_scatter, allgather, alltoall, gather and scatter
+// (allgatherv's count is already the total of its counts).
 // Unknown collectives or algorithms, or an algorithm that does not implement the collective,
 // are errors naming the rule: a typo never silently falls back to the default.
 #pragma once

@@ -21,6 +21,15 @@ Status invalid(const char* coll, const char* format, const std::string& detail) 
   return make_status(COLLX_ERR_INVALID_ARG, "%s: %s", coll, string_printf(format, detail.c_str()).c_str());
 }
 
+// Layouts whose in-place form puts the one-block buffer at block `block` of the buffer of
+// every block (reduce-scatter, all-gather, gather, scatter): that, or no overlap at all.
+Status block_in_place(const char* coll, const char* whole, size_t whole_bytes, const char* block_buf,
+                      size_t block_bytes, int block, const std::string& overlap_message) {
+  if (block_buf == whole + static_cast<size_t>(block) * block_bytes) return Status::Ok();
+  if (overlaps(whole, whole_bytes, block_buf, block_bytes)) return invalid(coll, "%s", overlap_message);
+  return Status::Ok();
+}
+
 // count * multiplier * element size without overflow.
 bool total_bytes(size_t count, size_t multiplier, size_t element, size_t* out) {
   if (multiplier != 0 && count > SIZE_MAX / multiplier) return false;
@@ -58,7 +67,8 @@ Status Communicator::validate(const CollCall& c) const {
   if (c.mem_kind < COLLX_MEM_AUTO || c.mem_kind > COLLX_MEM_CUDA) {
     return invalid(name, "%s", string_printf("unknown mem_kind %d in opts", c.mem_kind));
   }
-  if ((c.coll == COLLX_COLL_BROADCAST || c.coll == COLLX_COLL_REDUCE) && (c.root < 0 || c.root >= size_)) {
+  if (c.coll == COLLX_COLL_ALLGATHERV) return validate_v(c);
+  if (coll_has_root(c.coll) && (c.root < 0 || c.root >= size_)) {
     return invalid(name, "%s", string_printf("root %d is out of range for a communicator of %d ranks", c.root, size_));
   }
   if (c.coll == COLLX_COLL_SEND || c.coll == COLLX_COLL_RECV) {
@@ -79,6 +89,8 @@ Status Communicator::validate(const CollCall& c) const {
   switch (c.coll) {
     case COLLX_COLL_REDUCE_SCATTER: send_mult = n; break;
     case COLLX_COLL_ALLGATHER: recv_mult = n; break;
+    case COLLX_COLL_GATHER: recv_mult = n; break;   // the root's recvbuf
+    case COLLX_COLL_SCATTER: send_mult = n; break;  // the root's sendbuf
     case COLLX_COLL_ALLTOALL: send_mult = recv_mult = n; break;
     default: break;
   }
@@ -94,8 +106,8 @@ Status Communicator::validate(const CollCall& c) const {
   // Which buffers this rank reads and writes.
   const bool is_root = c.root == rank_;
   bool reads_send = true, writes_recv = true;
-  if (c.coll == COLLX_COLL_BROADCAST) reads_send = is_root;
-  if (c.coll == COLLX_COLL_REDUCE) writes_recv = is_root;
+  if (c.coll == COLLX_COLL_BROADCAST || c.coll == COLLX_COLL_SCATTER) reads_send = is_root;
+  if (c.coll == COLLX_COLL_REDUCE || c.coll == COLLX_COLL_GATHER) writes_recv = is_root;
   if (c.coll == COLLX_COLL_SEND) writes_recv = false;
   if (c.coll == COLLX_COLL_RECV) reads_send = false;
   if (c.count > 0 && reads_send && c.sendbuf == nullptr) {
@@ -116,19 +128,21 @@ Status Communicator::validate(const CollCall& c) const {
       if (send == recv) return Status::Ok();
       break;
     case COLLX_COLL_REDUCE_SCATTER:
-      if (recv == send + static_cast<size_t>(rank_) * recv_bytes) return Status::Ok();
-      if (overlaps(send, send_bytes, recv, recv_bytes)) {
-        return invalid(name, "%s", string_printf("recvbuf overlaps sendbuf; in place needs recvbuf == sendbuf + "
-                                                 "rank * recvcount elements (rank %d)", rank_));
-      }
-      return Status::Ok();
+      return block_in_place(name, send, send_bytes, recv, recv_bytes, rank_,
+                            string_printf("recvbuf overlaps sendbuf; in place needs recvbuf == sendbuf + "
+                                          "rank * recvcount elements (rank %d)", rank_));
     case COLLX_COLL_ALLGATHER:
-      if (send == recv + static_cast<size_t>(rank_) * send_bytes) return Status::Ok();
-      if (overlaps(send, send_bytes, recv, recv_bytes)) {
-        return invalid(name, "%s", string_printf("sendbuf overlaps recvbuf; in place needs sendbuf == recvbuf + "
-                                                 "rank * sendcount elements (rank %d)", rank_));
-      }
-      return Status::Ok();
+      return block_in_place(name, recv, recv_bytes, send, send_bytes, rank_,
+                            string_printf("sendbuf overlaps recvbuf; in place needs sendbuf == recvbuf + "
+                                          "rank * sendcount elements (rank %d)", rank_));
+    case COLLX_COLL_GATHER:  // only the root gets here
+      return block_in_place(name, recv, recv_bytes, send, send_bytes, rank_,
+                            string_printf("sendbuf overlaps recvbuf on the root; in place needs sendbuf == "
+                                          "recvbuf + root * count elements (root %d)", rank_));
+    case COLLX_COLL_SCATTER:  // only the root gets here
+      return block_in_place(name, send, send_bytes, recv, recv_bytes, rank_,
+                            string_printf("recvbuf overlaps sendbuf on the root; in place needs recvbuf == "
+                                          "sendbuf + root * count elements (root %d)", rank_));
     default:
       break;
   }

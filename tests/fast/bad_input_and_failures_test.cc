@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,25 @@ void expect_usable(ThreadRanks& world) {
     ASSERT_EQ(collx_allreduce(&x, &sum, 1, COLLX_INT32, COLLX_SUM, comm, nullptr), COLLX_OK) << last_error(comm);
     EXPECT_EQ(sum, world.size() * (world.size() + 1) / 2);
   });
+}
+
+// What each rank's call returned, its message, and how long the slowest rank took.
+struct EveryRank {
+  std::vector<collx_status_t> rc;
+  std::vector<std::string> msg;
+  double seconds = 0;
+};
+EveryRank call_on_every_rank(ThreadRanks& world, const std::function<collx_status_t(int, collx_comm_t)>& call) {
+  EveryRank out;
+  out.rc.assign(static_cast<size_t>(world.size()), COLLX_OK);
+  out.msg.assign(static_cast<size_t>(world.size()), "");
+  const auto start = Clock::now();
+  world.run([&](int rank, collx_comm_t comm) {
+    out.rc[rank] = call(rank, comm);
+    out.msg[rank] = last_error(comm);
+  });
+  out.seconds = seconds_since(start);
+  return out;
 }
 
 TEST(BadInput, NullCommunicatorIsRejectedWithAMessage) {
@@ -63,6 +83,13 @@ TEST(BadInput, EachBadArgumentIsNamedAndTheCommunicatorStaysUsable) {
       {"partial overlap", [&] { return collx_allreduce(buf.data(), buf.data() + 1, 8, COLLX_FLOAT32, COLLX_SUM, comm, nullptr); }, "overlap"},
       {"bad in-place reduce-scatter", [&] { return collx_reduce_scatter(buf.data(), buf.data() + 1, 4, COLLX_FLOAT32, COLLX_SUM, comm, nullptr); }, "in place"},
       {"alltoall in place", [&] { return collx_alltoall(buf.data(), buf.data(), 4, COLLX_FLOAT32, comm, nullptr); }, "in-place"},
+      {"gather root out of range", [&] { return collx_gather(buf.data(), buf.data() + 16, 4, COLLX_FLOAT32, 2, comm, nullptr); }, "root 2"},
+      {"scatter negative root", [&] { return collx_scatter(buf.data(), buf.data() + 16, 4, COLLX_FLOAT32, -1, comm, nullptr); }, "root -1"},
+      {"gather null recvbuf on the root", [&] { return collx_gather(buf.data(), nullptr, 4, COLLX_FLOAT32, 0, comm, nullptr); }, "recvbuf"},
+      {"scatter null sendbuf on the root", [&] { return collx_scatter(nullptr, buf.data(), 4, COLLX_FLOAT32, 0, comm, nullptr); }, "sendbuf"},
+      {"gather overlap on the root", [&] { return collx_gather(buf.data() + 1, buf.data(), 4, COLLX_FLOAT32, 0, comm, nullptr); }, "in place"},
+      {"scatter overlap on the root", [&] { return collx_scatter(buf.data(), buf.data() + 1, 4, COLLX_FLOAT32, 0, comm, nullptr); }, "in place"},
+      {"gather size overflow", [&] { return collx_gather(buf.data(), buf.data() + 8, SIZE_MAX / 4, COLLX_FLOAT32, 0, comm, nullptr); }, "overflow"},
       {"peer out of range", [&] { return collx_send(buf.data(), 4, COLLX_FLOAT32, 9, 0, comm, nullptr); }, "peer 9"},
       {"negative tag", [&] { return collx_send(buf.data(), 4, COLLX_FLOAT32, 1, -2, comm, nullptr); }, "tag"},
       {"algorithm without that collective", [&] {
@@ -107,15 +134,13 @@ TEST(BadInput, ZeroCopyAllocationsRejectBadSizesAndForeignOrFreedPointers) {
 TEST(Mismatch, DifferentCountsFailBothRanksNamingBothCalls) {
   ThreadRanks world(2, /*timeout_ms=*/20000);
   ASSERT_TRUE(world.ok()) << world.error();
-  std::vector<collx_status_t> rc(2);
-  std::vector<std::string> msg(2);
-  const auto start = Clock::now();
-  world.run([&](int rank, collx_comm_t comm) {
+  const EveryRank out = call_on_every_rank(world, [](int rank, collx_comm_t comm) {
     std::vector<float> buf(16, 1.0f);
-    rc[rank] = collx_allreduce(buf.data(), buf.data(), rank == 0 ? 8 : 9, COLLX_FLOAT32, COLLX_SUM, comm, nullptr);
-    msg[rank] = last_error(comm);
+    return collx_allreduce(buf.data(), buf.data(), rank == 0 ? 8 : 9, COLLX_FLOAT32, COLLX_SUM, comm, nullptr);
   });
-  EXPECT_LT(seconds_since(start), 5.0) << "a mismatch must not wait for the timeout";
+  const std::vector<collx_status_t>& rc = out.rc;
+  const std::vector<std::string>& msg = out.msg;
+  EXPECT_LT(out.seconds, 5.0) << "a mismatch must not wait for the timeout";
   for (int r = 0; r < 2; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r) + ": " + msg[r]);
     EXPECT_EQ(rc[r], COLLX_ERR_MISMATCH);
@@ -127,19 +152,14 @@ TEST(Mismatch, DifferentCountsFailBothRanksNamingBothCalls) {
 TEST(Mismatch, DifferentCollectivesAtTheSameStepFailInsteadOfHanging) {
   ThreadRanks world(3, /*timeout_ms=*/20000);
   ASSERT_TRUE(world.ok()) << world.error();
-  std::vector<collx_status_t> rc(3);
-  std::vector<std::string> msg(3);
-  const auto start = Clock::now();
-  world.run([&](int rank, collx_comm_t comm) {
+  const EveryRank out = call_on_every_rank(world, [](int rank, collx_comm_t comm) {
     std::vector<int32_t> buf(32, rank);
-    if (rank == 2) {
-      rc[rank] = collx_broadcast(buf.data(), buf.data(), 32, COLLX_INT32, 0, comm, nullptr);
-    } else {
-      rc[rank] = collx_allreduce(buf.data(), buf.data(), 32, COLLX_INT32, COLLX_SUM, comm, nullptr);
-    }
-    msg[rank] = last_error(comm);
+    if (rank == 2) return collx_broadcast(buf.data(), buf.data(), 32, COLLX_INT32, 0, comm, nullptr);
+    return collx_allreduce(buf.data(), buf.data(), 32, COLLX_INT32, COLLX_SUM, comm, nullptr);
   });
-  EXPECT_LT(seconds_since(start), 5.0);
+  const std::vector<collx_status_t>& rc = out.rc;
+  const std::vector<std::string>& msg = out.msg;
+  EXPECT_LT(out.seconds, 5.0);
   bool someone_named_both = false;
   for (int r = 0; r < 3; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r) + ": " + msg[r]);
@@ -156,6 +176,42 @@ TEST(Mismatch, DifferentCollectivesAtTheSameStepFailInsteadOfHanging) {
     EXPECT_NE(collx_allreduce(&x, &x, 1, COLLX_INT32, COLLX_SUM, comm, nullptr), COLLX_OK);
     EXPECT_NE(last_error(comm).find("failed earlier"), std::string::npos) << "rank " << rank << ": " << last_error(comm);
   });
+}
+
+// The ranks that are not the root send it a message first in gather and in scatter alike,
+// so the root compares their calls with its own and nobody waits for the timeout.
+TEST(Mismatch, ScatterAgainstGatherOrAnotherCountFailsTheRootInsteadOfWaiting) {
+  struct Disagreement {
+    const char* what;
+    std::function<collx_status_t(int rank, collx_comm_t comm, int32_t* buf)> call;
+    const char* root_must_mention;
+    // A rank that only sent may have finished before the root looked at its message.
+    bool disagreeing_rank_waits;
+  };
+  const std::vector<Disagreement> disagreements = {
+      {"rank 2 scatters", [](int rank, collx_comm_t comm, int32_t* buf) {
+         return rank == 2 ? collx_scatter(buf, buf + 16, 4, COLLX_INT32, 0, comm, nullptr)
+                          : collx_gather(buf + 16, buf, 4, COLLX_INT32, 0, comm, nullptr);
+       }, "scatter", true},
+      {"rank 2 gathers 5", [](int rank, collx_comm_t comm, int32_t* buf) {
+         return collx_gather(buf + 16, buf, rank == 2 ? 5 : 4, COLLX_INT32, 0, comm, nullptr);
+       }, "count 5", false},
+  };
+  for (const Disagreement& d : disagreements) {
+    SCOPED_TRACE(d.what);
+    ThreadRanks world(3, /*timeout_ms=*/20000);
+    ASSERT_TRUE(world.ok()) << world.error();
+    const EveryRank out = call_on_every_rank(world, [&](int rank, collx_comm_t comm) {
+      std::vector<int32_t> buf(32, rank);
+      return d.call(rank, comm, buf.data());
+    });
+    EXPECT_LT(out.seconds, 5.0) << "a mismatch must not wait for the timeout";
+    EXPECT_EQ(out.rc[0], COLLX_ERR_MISMATCH) << out.msg[0];
+    EXPECT_NE(out.msg[0].find(d.root_must_mention), std::string::npos) << out.msg[0];
+    if (d.disagreeing_rank_waits) {
+      EXPECT_NE(out.rc[2], COLLX_OK) << "rank 2 waited for the root, which failed";
+    }
+  }
 }
 
 TEST(Timeout, NamesTheCollectiveItsSequenceNumberAndTheSilentPeer) {

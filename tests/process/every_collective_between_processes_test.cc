@@ -1,4 +1,4 @@
-// Every collective between forked processes over each transport built in (tcp, shm, ucx),
+// Every collective (gather, scatter and allgatherv too) between forked processes over each transport built in (tcp, shm, ucx),
 // bootstrapped through the TCP store that rank 0 hosts.
 #include <gtest/gtest.h>
 
@@ -84,6 +84,36 @@ int run_every_collective(int rank, int size, collx_comm_t comm) {
           COLLX_CHILD_CHECK(load_value(recv.data(), static_cast<size_t>(q) * count + i, dt) ==
                                 input_value(q, static_cast<size_t>(rank) * count + i, COLLX_SUM, dt),
                             "alltoall block %d element %zu", q, i);
+      // gather to and scatter from rank 1 % size (not the first rank): non-roots pass NULL for
+      // the buffer they do not use
+      const int mover = 1 % size;
+      fill_input(send.data(), count, 0, rank, COLLX_SUM, dt);
+      rc = collx_gather(send.data(), rank == mover ? recv.data() : nullptr, count, dt, mover, comm, nullptr);
+      COLLX_CHILD_CHECK(rc == COLLX_OK, "gather %s: %s", collx_status_name(rc), collx_last_error(comm));
+      if (rank == mover)
+        for (int q = 0; q < size; ++q)
+          for (size_t i = 0; i < count; i += 5)
+            COLLX_CHILD_CHECK(load_value(recv.data(), static_cast<size_t>(q) * count + i, dt) ==
+                                  input_value(q, i, COLLX_SUM, dt),
+                              "gather block %d element %zu", q, i);
+      fill_input(send.data(), count * n, 0, rank, COLLX_SUM, dt);
+      rc = collx_scatter(rank == mover ? send.data() : nullptr, recv.data(), count, dt, mover, comm, nullptr);
+      COLLX_CHILD_CHECK(rc == COLLX_OK, "scatter %s: %s", collx_status_name(rc), collx_last_error(comm));
+      for (size_t i = 0; i < count; i += 5)
+        COLLX_CHILD_CHECK(load_value(recv.data(), i, dt) ==
+                              input_value(mover, static_cast<size_t>(rank) * count + i, COLLX_SUM, dt),
+                          "scatter element %zu", i);
+      // allgatherv, uneven: odd ranks send half a block
+      std::vector<size_t> counts(n);
+      for (size_t q = 0; q < n; ++q) counts[q] = q % 2 == 0 ? count : count / 2;
+      fill_input(send.data(), counts[static_cast<size_t>(rank)], 0, rank, COLLX_SUM, dt);
+      rc = collx_allgatherv(send.data(), counts[static_cast<size_t>(rank)], recv.data(), counts.data(), nullptr, dt,
+                            comm, nullptr);
+      COLLX_CHILD_CHECK(rc == COLLX_OK, "allgatherv %s: %s", collx_status_name(rc), collx_last_error(comm));
+      for (size_t q = 0, at = 0; q < n; at += counts[q], ++q)
+        for (size_t i = 0; i < counts[q]; i += 5)
+          COLLX_CHILD_CHECK(load_value(recv.data(), at + i, dt) == input_value(static_cast<int>(q), i, COLLX_SUM, dt),
+                            "allgatherv block %zu element %zu", q, i);
       // send/recv around the ring
       fill_input(send.data(), count, 0, rank, COLLX_SUM, dt);
       const int next = (rank + 1) % size, prev = (rank + size - 1) % size;

@@ -14,7 +14,10 @@ namespace testing {
 std::string CollCase::name() const {
   std::string out = std::string(collx_coll_name(coll)) + "/" + collx_algorithm_name(algorithm) + "/" +
                     case_name(datatype, op, count, in_place);
-  if (coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE) out += "/root=" + std::to_string(root);
+  if (coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE || coll == COLLX_COLL_GATHER ||
+      coll == COLLX_COLL_SCATTER) {
+    out += "/root=" + std::to_string(root);
+  }
   if (nonblocking) out += "/nonblocking";
   return out;
 }
@@ -43,6 +46,8 @@ collx_status_t call(const CollCase& c, const void* send, void* recv, collx_comm_
       case COLLX_COLL_BROADCAST: rc = collx_ibroadcast(send, recv, c.count, c.datatype, c.root, comm, &opts, &req); break;
       case COLLX_COLL_REDUCE: rc = collx_ireduce(send, recv, c.count, c.datatype, c.op, c.root, comm, &opts, &req); break;
       case COLLX_COLL_ALLTOALL: rc = collx_ialltoall(send, recv, c.count, c.datatype, comm, &opts, &req); break;
+      case COLLX_COLL_GATHER: rc = collx_igather(send, recv, c.count, c.datatype, c.root, comm, &opts, &req); break;
+      case COLLX_COLL_SCATTER: rc = collx_iscatter(send, recv, c.count, c.datatype, c.root, comm, &opts, &req); break;
       default: return COLLX_ERR_INVALID_ARG;
     }
     if (rc != COLLX_OK) return rc;
@@ -57,6 +62,8 @@ collx_status_t call(const CollCase& c, const void* send, void* recv, collx_comm_
     case COLLX_COLL_BROADCAST: return collx_broadcast(send, recv, c.count, c.datatype, c.root, comm, &opts);
     case COLLX_COLL_REDUCE: return collx_reduce(send, recv, c.count, c.datatype, c.op, c.root, comm, &opts);
     case COLLX_COLL_ALLTOALL: return collx_alltoall(send, recv, c.count, c.datatype, comm, &opts);
+    case COLLX_COLL_GATHER: return collx_gather(send, recv, c.count, c.datatype, c.root, comm, &opts);
+    case COLLX_COLL_SCATTER: return collx_scatter(send, recv, c.count, c.datatype, c.root, comm, &opts);
     default: return COLLX_ERR_INVALID_ARG;
   }
 }
@@ -72,6 +79,8 @@ size_t run_and_check(ThreadRanks& world, const CollCase& c) {
   if (c.coll == COLLX_COLL_REDUCE_SCATTER) send_count = c.count * n;
   if (c.coll == COLLX_COLL_ALLGATHER) recv_count = c.count * n;
   if (c.coll == COLLX_COLL_ALLTOALL) send_count = recv_count = c.count * n;
+  if (c.coll == COLLX_COLL_GATHER) recv_count = c.count * n;   // on the root
+  if (c.coll == COLLX_COLL_SCATTER) send_count = c.count * n;  // on the root
 
   // Expected values, computed once (they do not depend on the receiving rank except for
   // reduce_scatter and alltoall, handled per rank below).
@@ -90,16 +99,25 @@ size_t run_and_check(ThreadRanks& world, const CollCase& c) {
     void* recv_ptr = recv.data();
     const void* send_ptr = send.data();
     size_t in_place_offset = 0;  // elements
-    if (c.in_place) {
-      if (c.coll == COLLX_COLL_ALLGATHER) in_place_offset = static_cast<size_t>(rank) * c.count;
+    // Gather and scatter: the root's big buffer is the only one with an in-place form, and
+    // the other ranks pass NULL for the buffer they do not use (collx.h allows it).
+    const bool rooted_movement = c.coll == COLLX_COLL_GATHER || c.coll == COLLX_COLL_SCATTER;
+    if (rooted_movement && rank != c.root) {
+      if (c.coll == COLLX_COLL_GATHER) recv_ptr = nullptr;
+      if (c.coll == COLLX_COLL_SCATTER) send_ptr = nullptr;
+    }
+    if (c.in_place && (!rooted_movement || rank == c.root)) {
+      if (c.coll == COLLX_COLL_ALLGATHER || c.coll == COLLX_COLL_GATHER) {
+        in_place_offset = static_cast<size_t>(rank) * c.count;
+      }
       send_ptr = static_cast<unsigned char*>(recv_ptr) + in_place_offset * elem;
-      if (c.coll == COLLX_COLL_REDUCE_SCATTER) {
+      if (c.coll == COLLX_COLL_REDUCE_SCATTER || c.coll == COLLX_COLL_SCATTER) {
         // sendbuf is the big buffer; recvbuf sits at rank * recvcount inside it.
         send_ptr = recv_ptr;
         recv_ptr = static_cast<unsigned char*>(recv.data()) + static_cast<size_t>(rank) * c.count * elem;
       }
     }
-    fill_input(const_cast<void*>(send_ptr), send_count, 0, rank, in_op, c.datatype, c.salt);
+    if (send_ptr) fill_input(const_cast<void*>(send_ptr), send_count, 0, rank, in_op, c.datatype, c.salt);
     collx_status_t rc = call(c, send_ptr, recv_ptr, comm);
     if (rc != COLLX_OK) {
       ADD_FAILURE() << c.name() << " rank " << rank << ": " << collx_status_name(rc) << ": " << collx_last_error(comm);
@@ -136,6 +154,16 @@ size_t run_and_check(ThreadRanks& world, const CollCase& c) {
         break;
       case COLLX_COLL_BROADCAST:
         for (size_t i = 0; i < c.count; ++i) check(i, input_value(c.root, i, in_op, c.datatype, c.salt));
+        break;
+      case COLLX_COLL_GATHER:
+        if (rank == c.root)
+          for (int q = 0; q < n; ++q)
+            for (size_t i = 0; i < c.count; ++i)
+              check(static_cast<size_t>(q) * c.count + i, input_value(q, i, in_op, c.datatype, c.salt));
+        break;
+      case COLLX_COLL_SCATTER:
+        for (size_t i = 0; i < c.count; ++i)
+          check(i, input_value(c.root, static_cast<size_t>(rank) * c.count + i, in_op, c.datatype, c.salt));
         break;
       case COLLX_COLL_ALLTOALL:
         for (int q = 0; q < n; ++q)

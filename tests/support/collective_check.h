@@ -13,7 +13,7 @@ namespace testing {
 
 struct CollCase {
   collx_coll_t coll = COLLX_COLL_ALLREDUCE;
-  size_t count = 0;  // as passed to the call (per rank for reduce_scatter/allgather/alltoall)
+  size_t count = 0;  // as passed to the call (per rank for reduce_scatter/allgather/alltoall/gather/scatter)
   collx_datatype_t datatype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   bool in_place = false;

@@ -52,6 +52,9 @@ class Coll(enum.IntEnum):
     BARRIER = 6
     SEND = 7
     RECV = 8
+    GATHER = 9
+    SCATTER = 10
+    ALLGATHERV = 11
 
 
 class Algorithm(enum.IntEnum):
