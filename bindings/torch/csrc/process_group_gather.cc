@@ -1,9 +1,7 @@
 // The gathering and scattering collectives of ProcessGroupCollx. torch's list forms (one
 // tensor per rank) are staged through one flat buffer, since collx collectives take one
-// contiguous buffer; the flat "_base" forms hand torch's buffers to collx directly. collx has
-// no gather or scatter: gather runs as an all-gather whose result only the root keeps, and
-// scatter as a broadcast of the root's list from which each rank keeps its block (both move
-// size times the data a dedicated schedule would; they serve torch's small object gathers).
+// contiguous buffer; the flat "_base" forms hand torch's buffers to collx directly. Gather and
+// scatter stage only on the root (non-roots pass their own tensor and NULL for the list).
 #include "bindings/torch/csrc/collx_error.h"
 #include "bindings/torch/csrc/process_group.h"
 #include "bindings/torch/csrc/type_map.h"
@@ -98,10 +96,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::gather(std::vector<std::vector
                             ", which is not the root (" + std::to_string(opts.rootRank) + ")");
   }
   collx_datatype_t type = to_collx_datatype(input.scalar_type(), what);
-  at::Tensor flat = flat_like(input, getSize());
+  // Only the root receives: it gathers into a staging tensor, the others pass no buffer.
+  at::Tensor flat = is_root ? flat_like(input, getSize()) : at::Tensor();
+  void* recv = is_root ? flat.data_ptr() : nullptr;
   auto post = [&](const collx_opts_t* o, collx_request_t* request) {
-    return collx_iallgather(input.data_ptr(), flat.data_ptr(), input.numel(), type, comm_, o, request);
+    return collx_igather(input.data_ptr(), recv, input.numel(), type, static_cast<int32_t>(opts.rootRank),
+                         comm_, o, request);
   };
+  if (!is_root) return enqueue({c10d::OpType::GATHER, what, opts.timeout, {}}, post, results, {input});
   return enqueue({c10d::OpType::GATHER, what, opts.timeout, {}}, post, results, {input, flat},
                  [flat, results] { copy_blocks_out(flat, results); });
 }
@@ -112,26 +114,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::scatter(std::vector<at::Tensor
   const std::string what = "scatter";
   const at::Tensor& output = single(outputs, what);
   check_rank(opts.rootRank, "root", what);
+  // Only the root sends: its list is laid end to end in one staging tensor; the others pass
+  // no buffer. collx writes straight into each rank's (contiguous) output tensor.
   at::Tensor flat;
   if (getRank() == opts.rootRank) {
     if (inputs.size() != 1) throw_invalid(what, "takes exactly one input list on the root");
     check_same_shape(inputs[0], output, getSize(), what);
     flat = concat_flat(inputs[0]);
-  } else {
-    if (!inputs.empty() && !inputs[0].empty()) {
-      throw_invalid(what, "input tensors given on rank " + std::to_string(getRank()) +
-                              ", which is not the root (" + std::to_string(opts.rootRank) + ")");
-    }
-    flat = flat_like(output, getSize());
+  } else if (!inputs.empty() && !inputs[0].empty()) {
+    throw_invalid(what, "input tensors given on rank " + std::to_string(getRank()) +
+                            ", which is not the root (" + std::to_string(opts.rootRank) + ")");
   }
   collx_datatype_t type = to_collx_datatype(output.scalar_type(), what);
+  const void* send = flat.defined() ? flat.data_ptr() : nullptr;
   auto post = [&](const collx_opts_t* o, collx_request_t* request) {
-    return collx_ibroadcast(flat.data_ptr(), flat.data_ptr(), flat.numel(), type,
-                            static_cast<int32_t>(opts.rootRank), comm_, o, request);
+    return collx_iscatter(send, output.data_ptr(), output.numel(), type, static_cast<int32_t>(opts.rootRank),
+                          comm_, o, request);
   };
-  at::Tensor mine = flat.narrow(0, getRank() * output.numel(), output.numel());
-  return enqueue({c10d::OpType::SCATTER, what, opts.timeout, {}}, post, outputs, {flat, output},
-                 [mine, output] { output.view({-1}).copy_(mine); });
+  if (!flat.defined()) return enqueue({c10d::OpType::SCATTER, what, opts.timeout, {}}, post, outputs, {output});
+  return enqueue({c10d::OpType::SCATTER, what, opts.timeout, {}}, post, outputs, {flat, output});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollx::reduce_scatter(std::vector<at::Tensor>& outputs,
