@@ -39,6 +39,18 @@ enum class SettingType { kInt, kSize, kString, kBool };
   X(TCP_SOCKBUF, kSize, "4M",                                                                      \
     "Kernel send and receive buffer of each TCP socket (capped by net.core.wmem_max/rmem_max); "  \
     "0 keeps the kernel's autotuning.")                                                            \
+  X(TCP_KEEPALIVE_IDLE_S, kInt, "10",                                                              \
+    "Seconds a transport or store TCP connection may be silent before the kernel probes the "    \
+    "peer (TCP keepalive); 0 leaves keepalive off. With the defaults a silent peer (network "     \
+    "partition, host gone) is reported within 25 s.")                                             \
+  X(TCP_KEEPALIVE_INTERVAL_S, kInt, "5", "Seconds between unanswered TCP keepalive probes.")      \
+  X(TCP_KEEPALIVE_COUNT, kInt, "3",                                                                \
+    "Unanswered TCP keepalive probes after which a connection is dropped when "                   \
+    "COLLX_TCP_USER_TIMEOUT_MS is 0 (otherwise the user timeout decides).")                       \
+  X(TCP_USER_TIMEOUT_MS, kInt, "25000",                                                            \
+    "TCP_USER_TIMEOUT of transport and store connections: sent data unacknowledged (or a peer "   \
+    "that reads nothing) for this long drops the connection; 0 = the kernel's ~15 minutes. Raise " \
+    "it when a rank may stop reading for longer (e.g. long checkpoints on one rank).")           \
   X(SHM_NO_CMA, kBool, "0",                                                                        \
     "1: the shared-memory transport never uses cross-memory attach (process_vm_readv); large "    \
     "messages are copied through the rings instead.")                                              \

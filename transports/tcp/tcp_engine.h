@@ -132,6 +132,9 @@ struct Socket {
   // Send side.
   std::deque<OutFrame*> sendq;
   bool send_broken = false;
+  // The error that broke sending: the kernel reports a socket error once, so a read after a
+  // failed write sees only the end of stream.
+  int send_errno = 0;
   bool mid_frame = false;           // set by poison: a frame was cut off, nothing more may go
 
   // epoll registration.

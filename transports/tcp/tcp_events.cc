@@ -290,6 +290,7 @@ void TcpEngine::on_stream_end(Socket& s, int error) {
     return;
   }
   const bool mid_frame = s.rx == RxState::kPayload || s.rlen > s.rpos;
+  if (error == 0 && s.send_errno == ETIMEDOUT) error = ETIMEDOUT;  // the peer went silent while we sent
   s.rx = RxState::kClosed;
   if (s.goodbye_received && !mid_frame) {
     update_epoll(s);
@@ -306,8 +307,14 @@ void TcpEngine::on_stream_end(Socket& s, int error) {
   }
   std::string reason = error != 0 ? errno_string(error)
                                   : (mid_frame ? "connection closed in the middle of a frame" : "connection closed");
-  poison_locked(make_status(COLLX_ERR_REMOTE, "lost connection to rank %d (%s): %s; rank %d died or aborted%s", p.rank,
-                            p.address.c_str(), reason.c_str(), p.rank, other_lost_peers(p.rank).c_str()),
+  // ETIMEDOUT comes from keepalive or the user timeout: the peer's host stopped answering
+  // (network partition, host down), not a process that exited.
+  const std::string verdict =
+      error == ETIMEDOUT ? string_printf("rank %d is unreachable: its host stopped acknowledging TCP "
+                                         "(COLLX_TCP_KEEPALIVE_*, COLLX_TCP_USER_TIMEOUT_MS)", p.rank)
+                         : string_printf("rank %d died or aborted", p.rank);
+  poison_locked(make_status(COLLX_ERR_REMOTE, "lost connection to rank %d (%s): %s; %s%s", p.rank, p.address.c_str(),
+                            reason.c_str(), verdict.c_str(), other_lost_peers(p.rank).c_str()),
                 false);
 }
 
@@ -315,6 +322,7 @@ void TcpEngine::on_stream_end(Socket& s, int error) {
 // died is decided by reading what it sent, so make sure that gets read.
 void TcpEngine::on_send_error(Socket& s, int error) {
   s.send_broken = true;
+  s.send_errno = error;
   Peer& p = peers_[s.peer];
   COLLX_TRACE(NET, "rank %d: write to rank %d (socket %d) failed: %s", rank_, p.rank, s.index,
               errno_string(error).c_str());
