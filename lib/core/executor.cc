@@ -24,7 +24,7 @@ void Executor::run_guarded(Task& task) noexcept {
     try {
       if (task.on_exception) task.on_exception(failure);
     } catch (...) {
-      COLLX_WARN(COLL, "the failure handler of a nonblocking operation threw; its waiters rely on their deadline");
+      COLLX_WARN(COLL, "the failure handler of a nonblocking operation threw too; its request may never complete");
     }
   }
 }
