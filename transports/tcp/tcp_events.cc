@@ -280,6 +280,14 @@ std::string TcpEngine::other_lost_peers(int reported) const {
   return lost.empty() ? lost : lost + ")";
 }
 
+// How the kernel fails an established connection when keepalive or the user timeout gives up
+// on a silent peer: ETIMEDOUT, or the last ICMP or routing error it saw meanwhile (a host or
+// network unreachable), which it keeps as the socket's "soft" error until then.
+static bool silent_peer_error(int error) {
+  return error == ETIMEDOUT || error == EHOSTUNREACH || error == ENETUNREACH || error == EHOSTDOWN ||
+         error == ENETDOWN;
+}
+
 // The read side of `s` ended (error 0: end of stream). After GOODBYE that is orderly;
 // otherwise the peer died or aborted.
 void TcpEngine::on_stream_end(Socket& s, int error) {
@@ -290,7 +298,7 @@ void TcpEngine::on_stream_end(Socket& s, int error) {
     return;
   }
   const bool mid_frame = s.rx == RxState::kPayload || s.rlen > s.rpos;
-  if (error == 0 && s.send_errno == ETIMEDOUT) error = ETIMEDOUT;  // the peer went silent while we sent
+  if (error == 0 && silent_peer_error(s.send_errno)) error = s.send_errno;  // it went silent while we sent
   s.rx = RxState::kClosed;
   if (s.goodbye_received && !mid_frame) {
     update_epoll(s);
@@ -307,10 +315,10 @@ void TcpEngine::on_stream_end(Socket& s, int error) {
   }
   std::string reason = error != 0 ? errno_string(error)
                                   : (mid_frame ? "connection closed in the middle of a frame" : "connection closed");
-  // ETIMEDOUT comes from keepalive or the user timeout: the peer's host stopped answering
-  // (network partition, host down), not a process that exited.
+  // Keepalive or the user timeout gave up: the peer's host stopped answering (network
+  // partition, host down), not a process that exited.
   const std::string verdict =
-      error == ETIMEDOUT ? string_printf("rank %d is unreachable: its host stopped acknowledging TCP "
+      silent_peer_error(error) ? string_printf("rank %d is unreachable: its host stopped acknowledging TCP "
                                          "(COLLX_TCP_KEEPALIVE_*, COLLX_TCP_USER_TIMEOUT_MS)", p.rank)
                          : string_printf("rank %d died or aborted", p.rank);
   poison_locked(make_status(COLLX_ERR_REMOTE, "lost connection to rank %d (%s): %s; %s%s", p.rank, p.address.c_str(),
