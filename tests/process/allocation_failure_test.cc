@@ -19,6 +19,7 @@
 #include "tests/support/killed_rank.h"
 #include "tests/support/process_ranks.h"
 #include "tests/support/shared_outcomes.h"
+#include "tests/support/transports_under_test.h"
 
 namespace {
 
@@ -85,9 +86,10 @@ struct Injection {
 
 enum class Path { kBlocking, kProgressThread };
 
-// Two ranks over TCP: a warm-up all-reduce, then rank 1 arms the Nth allocation to fail and
+// Two ranks over `transports`: a warm-up all-reduce, then rank 1 arms the Nth allocation to fail and
 // all-reduces again (blocking, or nonblocking so that execution is on the progress thread).
-bool run_once(Path path, long nth, SharedOutcomes* outcomes, std::vector<RankResult>* results, long* failed) {
+bool run_once(uint32_t transports, Path path, long nth, SharedOutcomes* outcomes, std::vector<RankResult>* results,
+              long* failed) {
   auto* injected =
       static_cast<Injection*>(mmap(nullptr, sizeof(Injection), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   if (injected == MAP_FAILED) return false;
@@ -124,13 +126,13 @@ bool run_once(Path path, long nth, SharedOutcomes* outcomes, std::vector<RankRes
         COLLX_CHILD_CHECK(rc != COLLX_OK || buf[0] == expected, "sum %g, expected %g", buf[0], expected);
         return 0;
       },
-      kCommTimeoutMs, COLLX_TRANSPORT_TCP);
+      kCommTimeoutMs, transports);
   *failed = injected->failed;
   munmap(injected, sizeof(Injection));
   return true;
 }
 
-void sweep(Path path) {
+void sweep(uint32_t transports, Path path) {
   int failures_seen = 0;
   for (long nth = 1; nth <= kMaxInjections; nth += nth < 20 ? 1 : 5) {
     SCOPED_TRACE("allocation #" + std::to_string(nth) + " fails");
@@ -138,7 +140,7 @@ void sweep(Path path) {
     ASSERT_TRUE(outcomes.valid());
     std::vector<RankResult> results;
     long failed = 0;
-    ASSERT_TRUE(run_once(path, nth, &outcomes, &results, &failed));
+    ASSERT_TRUE(run_once(transports, path, nth, &outcomes, &results, &failed));
     for (const RankResult& r : results) {
       ASSERT_EQ(r.signal, 0) << "a rank crashed\n" << describe(results) << outcomes.describe();
       ASSERT_EQ(r.exit_code, 0) << describe(results) << outcomes.describe();
@@ -165,9 +167,16 @@ void sweep(Path path) {
   EXPECT_GT(failures_seen, 0) << "the injection never hit an allocation of the call";
 }
 
-TEST(AllocationFailure, EachAllocationOfABlockingAllReduceFailsCleanly) { sweep(Path::kBlocking); }
+class AllocationFailure : public ::testing::TestWithParam<TransportUnderTest> {};
 
-TEST(AllocationFailure, EachAllocationOnTheProgressThreadFailsTheRequestCleanly) { sweep(Path::kProgressThread); }
+TEST_P(AllocationFailure, EachAllocationOfABlockingAllReduceFailsCleanly) { sweep(GetParam().mask, Path::kBlocking); }
+
+TEST_P(AllocationFailure, EachAllocationOnTheProgressThreadFailsTheRequestCleanly) {
+  sweep(GetParam().mask, Path::kProgressThread);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryTransport, AllocationFailure, ::testing::ValuesIn(transports_under_test()),
+                         TransportName());
 
 }  // namespace
 }  // namespace testing

@@ -39,7 +39,7 @@ constexpr size_t kMaxAddressBytes = 64 << 10;
 
 void ep_error_cb(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* p = static_cast<Peer*>(arg);
-  p->engine->on_ep_error(p, status);
+  p->engine->run_callback([&] { p->engine->on_ep_error(p, status); });
 }
 
 // Blob: magic, rank, comm_id, pid, pid-space id (length + bytes), worker address (length + bytes).
