@@ -171,6 +171,12 @@ TEST_P(FileLimit, EightRanksFitInALimitOf256Descriptors) {
 }
 
 TEST_P(FileLimit, RunningOutOfDescriptorsIsAnErrorNamingTheLimit) {
+#if defined(__SANITIZE_ADDRESS__)
+  // make test-asan builds with address and undefined together. UBSan's vptr check probes
+  // memory through a pipe, and with no descriptor free it reports "invalid vptr" on valid
+  // objects (and halts); the check is the sanitizer's, not collx's, so this runs unsanitized.
+  GTEST_SKIP() << "the sanitizer runtime itself needs free descriptors (UBSan's vptr check opens a pipe)";
+#endif
   struct Case {
     int spare;
     bool starve_store_host;
