@@ -47,10 +47,15 @@ enum class SettingType { kInt, kSize, kString, kBool };
   X(TCP_KEEPALIVE_COUNT, kInt, "3",                                                                \
     "Unanswered TCP keepalive probes after which a connection is dropped when "                   \
     "COLLX_TCP_USER_TIMEOUT_MS is 0 (otherwise the user timeout decides).")                       \
-  X(TCP_USER_TIMEOUT_MS, kInt, "25000",                                                            \
-    "TCP_USER_TIMEOUT of transport and store connections: sent data unacknowledged (or a peer "   \
-    "that reads nothing) for this long drops the connection; 0 = the kernel's ~15 minutes. Raise " \
-    "it when a rank may stop reading for longer (e.g. long checkpoints on one rank).")           \
+  X(TCP_UNACKED_TIMEOUT_MS, kInt, "20000",                                                         \
+    "The TCP transport fails a peer as unreachable when data sent to it got no ACK at all for "  \
+    "this long (checked about once a second while a call waits); 0 = off. A live peer that "      \
+    "stops reading is never failed by it (its kernel acknowledges the zero-window probes). Also " \
+    "the TCP_USER_TIMEOUT of store connections when COLLX_TCP_USER_TIMEOUT_MS is 0.")            \
+  X(TCP_USER_TIMEOUT_MS, kInt, "0",                                                                \
+    "TCP_USER_TIMEOUT of transport and store connections; 0 = not set on transport sockets. "    \
+    "Trap: since Linux 5.11 it also drops a connection to a live peer that stops reading for "    \
+    "this long (a rank in a long checkpoint), so prefer COLLX_TCP_UNACKED_TIMEOUT_MS.")          \
   X(SHM_NO_CMA, kBool, "0",                                                                        \
     "1: the shared-memory transport never uses cross-memory attach (process_vm_readv); large "    \
     "messages are copied through the rings instead.")                                              \

@@ -39,16 +39,29 @@ Status set_int_option(int fd, int level, int option, int value, const char* name
 }  // namespace
 
 int64_t SocketLiveness::silent_peer_report_ms() const {
-  if (keepalive_idle_s <= 0 || user_timeout_ms <= 0) return -1;
+  if (keepalive_idle_s <= 0 || (user_timeout_ms <= 0 && unacked_timeout_ms <= 0)) return -1;
   const int64_t idle_ms = keepalive_idle_s * 1000LL;
   const int64_t interval_ms = keepalive_interval_s * 1000LL;
-  // With TCP_USER_TIMEOUT set, Linux drops an idle connection at the first keepalive probe
-  // (there is always at least one) once the peer has been silent for the user timeout; the
-  // probe count only matters without it.
-  int64_t probes = 1;
-  if (user_timeout_ms > idle_ms + interval_ms) probes = (user_timeout_ms - idle_ms + interval_ms - 1) / interval_ms;
+  // Without TCP_USER_TIMEOUT, keepalive drops an idle connection after its count of
+  // unanswered probes. With it, Linux drops the connection at the first keepalive probe
+  // (there is always at least one) once the peer has been silent for the user timeout.
+  int64_t probes = keepalive_count;
+  if (user_timeout_ms > 0) {
+    probes = 1;
+    if (user_timeout_ms > idle_ms + interval_ms) probes = (user_timeout_ms - idle_ms + interval_ms - 1) / interval_ms;
+  }
   const int64_t idle_connection_ms = idle_ms + probes * interval_ms;
-  return std::max<int64_t>(idle_connection_ms, user_timeout_ms);
+  int64_t in_flight_ms = INT64_MAX;
+  if (unacked_timeout_ms > 0) in_flight_ms = unacked_timeout_ms + static_cast<int64_t>(kUnackedCheckPeriodMs);
+  if (user_timeout_ms > 0) in_flight_ms = std::min<int64_t>(in_flight_ms, user_timeout_ms);
+  return std::max<int64_t>(idle_connection_ms, in_flight_ms);
+}
+
+SocketLiveness SocketLiveness::for_store() const {
+  SocketLiveness store = *this;
+  if (store.user_timeout_ms == 0) store.user_timeout_ms = unacked_timeout_ms;
+  store.unacked_timeout_ms = 0;
+  return store;
 }
 
 Status socket_liveness_from_settings(SocketLiveness* out) {
@@ -58,6 +71,8 @@ Status socket_liveness_from_settings(SocketLiveness* out) {
       read_bounded(SettingId::TCP_KEEPALIVE_INTERVAL_S, 1, kMaxKeepaliveSeconds, &liveness.keepalive_interval_s));
   COLLX_RETURN_IF_ERROR(read_bounded(SettingId::TCP_KEEPALIVE_COUNT, 1, kMaxKeepaliveCount, &liveness.keepalive_count));
   COLLX_RETURN_IF_ERROR(read_bounded(SettingId::TCP_USER_TIMEOUT_MS, 0, kMaxUserTimeoutMs, &liveness.user_timeout_ms));
+  COLLX_RETURN_IF_ERROR(
+      read_bounded(SettingId::TCP_UNACKED_TIMEOUT_MS, 0, kMaxUserTimeoutMs, &liveness.unacked_timeout_ms));
   *out = liveness;
   return Status::Ok();
 }

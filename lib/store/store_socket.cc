@@ -48,9 +48,10 @@ void set_nodelay(int fd) {
 
 // Keepalive and user timeout (lib/common/socket_liveness.h), so a store connection whose
 // peer went silent fails in seconds instead of at the deadline. Set on the server's listener
-// (accepted connections inherit them) and on every client socket.
+// (accepted connections inherit them) and on every client socket. Unlike transport sockets,
+// store sockets keep TCP_USER_TIMEOUT (SocketLiveness::for_store says why it is safe here).
 Status set_liveness_options(int fd, const SocketLiveness& liveness, const char* what) {
-  Status applied = apply_socket_liveness(fd, liveness);
+  Status applied = apply_socket_liveness(fd, liveness.for_store());
   return applied.ok() ? applied : applied.with_context(what);
 }
 

@@ -64,6 +64,7 @@ void TcpEngine::drive_once(std::unique_lock<std::mutex>& lock, Deadline deadline
   }
   if (poison_.ok() && !driver_satisfied()) process_ready();
   if (!strays_.empty()) expire_strays();
+  if (unacked_timeout_ms_ > 0 && poison_.ok()) check_unacked_data();
 }
 
 bool TcpEngine::driver_satisfied() const {
@@ -315,15 +316,22 @@ void TcpEngine::on_stream_end(Socket& s, int error) {
   }
   std::string reason = error != 0 ? errno_string(error)
                                   : (mid_frame ? "connection closed in the middle of a frame" : "connection closed");
-  // Keepalive or the user timeout gave up: the peer's host stopped answering (network
-  // partition, host down), not a process that exited.
-  const std::string verdict =
-      silent_peer_error(error) ? string_printf("rank %d is unreachable: its host stopped acknowledging TCP "
-                                         "(COLLX_TCP_KEEPALIVE_*, COLLX_TCP_USER_TIMEOUT_MS)", p.rank)
-                         : string_printf("rank %d died or aborted", p.rank);
-  poison_locked(make_status(COLLX_ERR_REMOTE, "lost connection to rank %d (%s): %s; %s%s", p.rank, p.address.c_str(),
-                            reason.c_str(), verdict.c_str(), other_lost_peers(p.rank).c_str()),
+  if (silent_peer_error(error)) {
+    poison_locked(unreachable_status(p, reason), false);
+    return;
+  }
+  poison_locked(make_status(COLLX_ERR_REMOTE, "lost connection to rank %d (%s): %s; rank %d died or aborted%s", p.rank,
+                            p.address.c_str(), reason.c_str(), p.rank, other_lost_peers(p.rank).c_str()),
                 false);
+}
+
+// Keepalive, the user timeout or the unacknowledged-data check gave up: the peer's host
+// stopped answering (network partition, host down), not a process that exited.
+Status TcpEngine::unreachable_status(const Peer& p, const std::string& reason) const {
+  return make_status(COLLX_ERR_REMOTE,
+                     "lost connection to rank %d (%s): %s; rank %d is unreachable: its host stopped acknowledging "
+                     "TCP (COLLX_TCP_KEEPALIVE_*, COLLX_TCP_UNACKED_TIMEOUT_MS, COLLX_TCP_USER_TIMEOUT_MS)%s",
+                     p.rank, p.address.c_str(), reason.c_str(), p.rank, other_lost_peers(p.rank).c_str());
 }
 
 // A write failed: the peer closed or reset the connection. Whether it left (GOODBYE) or
