@@ -1,4 +1,5 @@
-// Keepalive and user timeout: the defaults report a silent peer within 30 s, bad settings are
+// Keepalive, the unacknowledged-data window and the user timeout: the defaults report a silent
+// peer within 30 s without the user timeout on transport sockets, bad settings are
 // errors naming the variable, and the options reach the socket and the sockets accepted
 // from a listener that has them.
 #include "lib/common/socket_liveness.h"
@@ -20,7 +21,8 @@ using testing::ScopedEnv;
 
 void clear_liveness_settings() {
   for (SettingId id : {SettingId::TCP_KEEPALIVE_IDLE_S, SettingId::TCP_KEEPALIVE_INTERVAL_S,
-                       SettingId::TCP_KEEPALIVE_COUNT, SettingId::TCP_USER_TIMEOUT_MS}) {
+                       SettingId::TCP_KEEPALIVE_COUNT, SettingId::TCP_USER_TIMEOUT_MS,
+                       SettingId::TCP_UNACKED_TIMEOUT_MS}) {
     unsetenv(setting_info(id).name);
   }
 }
@@ -30,21 +32,34 @@ TEST(SocketLiveness, TheDefaultsReportASilentPeerWithin30Seconds) {
   SocketLiveness liveness;
   ASSERT_TRUE(socket_liveness_from_settings(&liveness).ok());
   EXPECT_GT(liveness.keepalive_idle_s, 0) << "keepalive is on by default";
-  EXPECT_GT(liveness.user_timeout_ms, 0) << "the user timeout is set by default";
+  EXPECT_EQ(liveness.user_timeout_ms, 0) << "no TCP_USER_TIMEOUT by default: it drops live peers that stop reading";
+  EXPECT_GT(liveness.unacked_timeout_ms, 0) << "the transport watches unacknowledged data by default";
+  // An idle connection: keepalive's idle time plus its count of unanswered probes. Data in
+  // flight: the unacknowledged-data window plus one check period. The worse of the two.
   const int64_t bound = liveness.silent_peer_report_ms();
   EXPECT_GT(bound, 0);
   EXPECT_LE(bound, 30000) << "idle " << liveness.keepalive_idle_s << " s, interval " << liveness.keepalive_interval_s
-                          << " s, user timeout " << liveness.user_timeout_ms << " ms";
+                          << " s, count " << liveness.keepalive_count << ", unacked window "
+                          << liveness.unacked_timeout_ms << " ms";
+  // Store sockets get the window as their user timeout (they cannot run into a zero window).
+  EXPECT_EQ(liveness.for_store().user_timeout_ms, liveness.unacked_timeout_ms);
+  EXPECT_EQ(liveness.for_store().unacked_timeout_ms, 0);
 }
 
 TEST(SocketLiveness, TheBoundFollowsTheKernelsRule) {
   // Without a user timeout the probe count decides; with one, the first probe after it does.
   SocketLiveness counted{10, 5, 3, 0};
-  EXPECT_EQ(counted.silent_peer_report_ms(), -1) << "data in flight is not bounded without a user timeout";
+  EXPECT_EQ(counted.silent_peer_report_ms(), -1) << "data in flight is not bounded without a window";
   SocketLiveness test_values{1, 1, 2, 3000};
   EXPECT_EQ(test_values.silent_peer_report_ms(), 3000);
   SocketLiveness short_user_timeout{10, 5, 3, 2000};
   EXPECT_EQ(short_user_timeout.silent_peer_report_ms(), 15000) << "an idle connection waits for one probe";
+  SocketLiveness unacked_window{10, 5, 3, 0, 20000};
+  EXPECT_EQ(unacked_window.silent_peer_report_ms(), 25000) << "keepalive: 10 s + 3 x 5 s";
+  SocketLiveness long_window{1, 1, 2, 0, 5000};
+  EXPECT_EQ(long_window.silent_peer_report_ms(), 5000 + kUnackedCheckPeriodMs) << "the window and one check period";
+  SocketLiveness both{1, 1, 2, 3000, 5000};
+  EXPECT_EQ(both.silent_peer_report_ms(), 3000) << "the shorter of the user timeout and the window";
   SocketLiveness off;
   EXPECT_EQ(off.silent_peer_report_ms(), -1);
 }
@@ -56,7 +71,8 @@ TEST(SocketLiveness, MalformedOrOutOfRangeSettingsAreErrorsNamingTheVariable) {
     const char* value;
   } cases[] = {{"COLLX_TCP_KEEPALIVE_IDLE_S", "ten"},   {"COLLX_TCP_KEEPALIVE_IDLE_S", "-1"},
                {"COLLX_TCP_KEEPALIVE_INTERVAL_S", "0"}, {"COLLX_TCP_KEEPALIVE_COUNT", "1000"},
-               {"COLLX_TCP_USER_TIMEOUT_MS", "-5"},     {"COLLX_TCP_USER_TIMEOUT_MS", "9999999999"}};
+               {"COLLX_TCP_USER_TIMEOUT_MS", "-5"},     {"COLLX_TCP_USER_TIMEOUT_MS", "9999999999"},
+               {"COLLX_TCP_UNACKED_TIMEOUT_MS", "-1"},  {"COLLX_TCP_UNACKED_TIMEOUT_MS", "soon"}};
   for (const Case& c : cases) {
     ScopedEnv env(c.name, c.value);
     SocketLiveness liveness;

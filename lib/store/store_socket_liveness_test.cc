@@ -1,6 +1,7 @@
 // Store connections carry the keepalive and user timeout of COLLX_TCP_KEEPALIVE_* and
-// COLLX_TCP_USER_TIMEOUT_MS at both ends (the server's accepted sockets inherit them from its
-// listener), and a malformed value fails the store with a message naming it.
+// COLLX_TCP_USER_TIMEOUT_MS (COLLX_TCP_UNACKED_TIMEOUT_MS when that is 0) at both ends (the
+// server's accepted sockets inherit them from its listener), and a malformed value fails the
+// store with a message naming it.
 #include <gtest/gtest.h>
 
 #include "lib/store/store_socket.h"
@@ -24,6 +25,24 @@ TEST(StoreSocketLiveness, ServerAndClientConnectionsCarryTheConfiguredOptions) {
   store_testing::expect_store_works(client.get(), "liveness");  // the server has accepted by now
   int checked = 0;
   const testing::ObservedLiveness want{1, 8, 2, 5, 11000};
+  EXPECT_EQ(testing::liveness_mismatches(before, want, &checked), "") << "expected " << want.text();
+  EXPECT_GE(checked, 2) << "the client's connection and the server's end of it";
+}
+
+TEST(StoreSocketLiveness, WithoutAUserTimeoutTheUnacknowledgedWindowIsTheStoresUserTimeout) {
+  testing::ScopedEnv idle("COLLX_TCP_KEEPALIVE_IDLE_S", "8");
+  testing::ScopedEnv interval("COLLX_TCP_KEEPALIVE_INTERVAL_S", "2");
+  testing::ScopedEnv count("COLLX_TCP_KEEPALIVE_COUNT", "5");
+  testing::ScopedEnv user("COLLX_TCP_USER_TIMEOUT_MS", "0");
+  testing::ScopedEnv unacked("COLLX_TCP_UNACKED_TIMEOUT_MS", "13000");
+  const std::vector<int> before = testing::connected_tcp_sockets();
+  auto server = store_testing::start_server();
+  ASSERT_NE(server, nullptr);
+  auto client = store_testing::connect_client(server.get());
+  ASSERT_NE(client, nullptr);
+  store_testing::expect_store_works(client.get(), "liveness");
+  int checked = 0;
+  const testing::ObservedLiveness want{1, 8, 2, 5, 13000};
   EXPECT_EQ(testing::liveness_mismatches(before, want, &checked), "") << "expected " << want.text();
   EXPECT_GE(checked, 2) << "the client's connection and the server's end of it";
 }
