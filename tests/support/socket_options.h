@@ -1,5 +1,5 @@
 // What the kernel says about the liveness options of a process's TCP sockets, so tests can
-// check that every connection collx opened carries keepalive and a user timeout.
+// check that every connection collx opened carries keepalive and the expected user timeout.
 #pragma once
 
 #include <dirent.h>
