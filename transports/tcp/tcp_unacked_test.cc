@@ -60,6 +60,13 @@ struct Outcome {
   AckSilence silence;  // seen by the sender while the reader was away
 };
 
+// Waits for one request (generously: the machine may be loaded) and returns its outcome.
+Status wait_for(TcpTransport& transport, Request* request) {
+  Request* list[] = {request};
+  Status waited = transport.wait_all(list, 1, Deadline::after_ms(120000));
+  return waited.ok() ? request->status() : waited;
+}
+
 // Rank 0 sends kMessageBytes to rank 1, which stays away from the transport for
 // kReaderAwayMs before posting its receive.
 Outcome send_to_a_reader_that_is_away(int user_timeout_ms, int unacked_timeout_ms) {
@@ -77,19 +84,13 @@ Outcome send_to_a_reader_that_is_away(int user_timeout_ms, int unacked_timeout_m
     if (r == 0) {
       Request send;
       outcome.sent = cluster[0].post_send(&send, 1, 5, message.data(), message.size(), p2p_desc());
-      if (!outcome.sent.ok()) return;
-      Request* list[] = {&send};
-      outcome.sent = cluster[0].wait_all(list, 1, Deadline::after_ms(120000));
-      if (outcome.sent.ok()) outcome.sent = send.status();
+      if (outcome.sent.ok()) outcome.sent = wait_for(cluster[0], &send);
     } else if (r == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(kReaderAwayMs));
       reader_back = true;
       Request recv;
       outcome.received = cluster[1].post_recv(&recv, 0, 5, received.data(), received.size(), p2p_desc());
-      if (!outcome.received.ok()) return;
-      Request* list[] = {&recv};
-      outcome.received = cluster[1].wait_all(list, 1, Deadline::after_ms(120000));
-      if (outcome.received.ok()) outcome.received = recv.status();
+      if (outcome.received.ok()) outcome.received = wait_for(cluster[1], &recv);
     } else {
       while (!reader_back) {
         observe_ack_silence(before, &outcome.silence);
