@@ -40,6 +40,23 @@ enum class SettingType { kInt, kSize, kString, kBool, kSecret };
   X(TCP_SOCKBUF, kSize, "4M",                                                                      \
     "Kernel send and receive buffer of each TCP socket (capped by net.core.wmem_max/rmem_max); "  \
     "0 keeps the kernel's autotuning.")                                                            \
+  X(TCP_KEEPALIVE_IDLE_S, kInt, "10",                                                              \
+    "Seconds a transport or store TCP connection may be silent before the kernel probes the "    \
+    "peer (TCP keepalive); 0 leaves keepalive off. With the defaults a silent peer (network "     \
+    "partition, host gone) is reported within 25 s.")                                             \
+  X(TCP_KEEPALIVE_INTERVAL_S, kInt, "5", "Seconds between unanswered TCP keepalive probes.")      \
+  X(TCP_KEEPALIVE_COUNT, kInt, "3",                                                                \
+    "Unanswered TCP keepalive probes after which a connection is dropped when "                   \
+    "COLLX_TCP_USER_TIMEOUT_MS is 0 (otherwise the user timeout decides).")                       \
+  X(TCP_UNACKED_TIMEOUT_MS, kInt, "20000",                                                         \
+    "The TCP transport fails a peer as unreachable when data sent to it got no ACK at all for "  \
+    "this long (checked about once a second while a call waits); 0 = off. A live peer that "      \
+    "stops reading is never failed by it (its kernel acknowledges the zero-window probes). Also " \
+    "the TCP_USER_TIMEOUT of store connections when COLLX_TCP_USER_TIMEOUT_MS is 0.")            \
+  X(TCP_USER_TIMEOUT_MS, kInt, "0",                                                                \
+    "TCP_USER_TIMEOUT of transport and store connections; 0 = not set on transport sockets. "    \
+    "Trap: since Linux 5.11 it also drops a connection to a live peer that stops reading for "    \
+    "this long (a rank in a long checkpoint), so prefer COLLX_TCP_UNACKED_TIMEOUT_MS.")          \
   X(SHM_NO_CMA, kBool, "0",                                                                        \
     "1: the shared-memory transport never uses cross-memory attach (process_vm_readv); large "    \
     "messages are copied through the rings instead.")                                              \

@@ -169,6 +169,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status prepare(const CollCall& call, transport::OpDesc* desc) const;
   // Runs one collective on the calling thread (caller or executor). Poisons on failure.
   Status execute(const CollCall& call, const transport::OpDesc& desc);
+  // Queues execute() on the executor; `request` finishes with its status, also when it threw.
+  // A task that cannot be queued fails the communicator (its sequence number is spent).
+  Status enqueue(const CollCall& call, const transport::OpDesc& desc, const std::shared_ptr<RequestImpl>& request);
   Status dispatch(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
   Status run_algorithm(const algo::CollArgs& args) const;
   // Hierarchical all-reduce (comm_hierarchy.cc): layout planned by init, internal child

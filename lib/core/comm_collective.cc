@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "lib/common/exception_status.h"
 #include "lib/common/log.h"
 #include "lib/core/comm.h"
 #include "lib/core/comm_device.h"  // CUDA hook
@@ -127,7 +128,7 @@ Status Communicator::run(const CollCall& call) {
   if (executor_.idle()) return execute(call, desc);
   // Earlier nonblocking collectives are still queued: keep the order by queueing behind them.
   auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/false);
-  executor_.submit([this, call, desc, request] { request->finish(execute(call, desc)); }, rank_);
+  COLLX_RETURN_IF_ERROR(enqueue(call, desc, request));
   return request->wait(Deadline::never());
 }
 
@@ -138,8 +139,27 @@ Status Communicator::submit(const CollCall& call, std::shared_ptr<RequestImpl>* 
   desc.seq = ++coll_seq_;
   flight_.post(desc, -1);  // flight recorder
   auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/false);
-  executor_.submit([this, call, desc, request] { request->finish(execute(call, desc)); }, rank_);
+  COLLX_RETURN_IF_ERROR(enqueue(call, desc, request));
   *out = std::move(request);
+  return Status::Ok();
+}
+
+Status Communicator::enqueue(const CollCall& call, const transport::OpDesc& desc,
+                             const std::shared_ptr<RequestImpl>& request) {
+  try {
+    executor_.submit([this, call, desc, request] { request->finish(execute(call, desc)); },
+                     [this, request](const Status& status) {
+                       // execute() threw past its own guard (or finish did): the request must
+                       // still end, and the communicator cannot be trusted to be in step.
+                       request->finish(status);
+                       fail(status);
+                     },
+                     rank_);
+  } catch (...) {
+    Status st = current_exception_status("queueing a nonblocking collective");
+    fail(st);
+    return st;
+  }
   return Status::Ok();
 }
 
@@ -155,7 +175,14 @@ Status Communicator::execute(const CollCall& call, const transport::OpDesc& desc
   const uint64_t fr_id = flight_.start_at(  // flight recorder
       desc, -1, -1, std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count());
   transport_->set_active_op(&desc);
-  Status st = dispatch(call, desc, deadline);
+  Status st;
+  try {
+    st = dispatch(call, desc, deadline);
+  } catch (...) {
+    // An allocation failed half-way through. The algorithm's request sets cancelled what they
+    // had posted while unwinding; failing the communicator below tells the peers.
+    st = current_exception_status("running it");
+  }
   transport_->set_active_op(nullptr);
   flight_.end(fr_id, st.code());  // flight recorder
   if (st.ok()) {

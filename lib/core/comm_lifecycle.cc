@@ -183,6 +183,7 @@ void Communicator::fail(const Status& status) {
   // as torch's store-signalled dumps do.
   const bool timed_out = status.code() == COLLX_ERR_TIMEOUT ||
                          (status.code() == COLLX_ERR_REMOTE && status.remote_code() == COLLX_ERR_TIMEOUT);
+  if (first) flight_.record_failure(status);
   if (first && timed_out) flight_.dump_after_timeout();
   COLLX_WARN(COLL, "communicator '%s' failed: %s: %s", name_.c_str(), status_name(status.code()),
              status.message().c_str());

@@ -1,17 +1,32 @@
 #include "lib/core/executor.h"
 
+#include "lib/common/exception_status.h"
 #include "lib/common/log.h"
 
 namespace collx {
 
 Executor::~Executor() { stop(); }
 
-void Executor::submit(std::function<void()> task, int log_rank) {
+void Executor::submit(std::function<void()> task, FailureHandler on_exception, int log_rank) {
   std::lock_guard<std::mutex> lock(mutex_);
-  tasks_.push_back(std::move(task));
-  busy_.fetch_add(1, std::memory_order_relaxed);
   if (!thread_.joinable()) thread_ = std::thread([this, log_rank] { loop(log_rank); });
+  tasks_.push_back(Task{std::move(task), std::move(on_exception)});  // after the thread: nothing to undo if it throws
+  busy_.fetch_add(1, std::memory_order_relaxed);
   wake_.notify_one();
+}
+
+void Executor::run_guarded(Task& task) noexcept {
+  try {
+    task.run();
+    return;
+  } catch (...) {
+    const Status failure = current_exception_status("nonblocking operation on the progress thread");
+    try {
+      if (task.on_exception) task.on_exception(failure);
+    } catch (...) {
+      COLLX_WARN(COLL, "the failure handler of a nonblocking operation threw too; its request may never complete");
+    }
+  }
 }
 
 bool Executor::idle() const { return busy_.load(std::memory_order_acquire) == 0; }
@@ -41,11 +56,11 @@ void Executor::loop(int log_rank) {
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
     if (tasks_.empty()) break;  // stopping and nothing left
-    std::function<void()> task = std::move(tasks_.front());
+    Task task = std::move(tasks_.front());
     tasks_.pop_front();
     running_task_ = true;
     lock.unlock();
-    task();
+    run_guarded(task);
     lock.lock();
     running_task_ = false;
     busy_.fetch_sub(1, std::memory_order_release);

@@ -20,9 +20,9 @@ TEST(ExecutorIdle, BusyFromSubmitUntilTheTaskRanAndItsEffectsAreVisible) {
         while (!release.load()) std::this_thread::yield();
         written = 42;
       },
-      0);
+      nullptr, 0);
   EXPECT_FALSE(ex.idle());
-  ex.submit([&] { written += 1; }, 0);
+  ex.submit([&] { written += 1; }, nullptr, 0);
   release = true;
   while (!ex.idle()) std::this_thread::yield();
   EXPECT_EQ(written, 43);

@@ -172,6 +172,17 @@ void FlightRecorder::dump_after_timeout() const {
   if (!st.ok()) COLLX_WARN(COLL, "flight record dump after a timeout failed: %s", st.message().c_str());
 }
 
+void FlightRecorder::record_failure(const Status& why) noexcept {
+  if (ring_.empty() || why.ok()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!failure_.empty()) return;
+  try {
+    failure_ = string_printf("%s: %s", status_name(why.code()), why.message().c_str());
+  } catch (...) {
+    failure_.clear();  // out of memory: the dump goes without the reason
+  }
+}
+
 void FlightRecorder::flush_trace() {
   if (trace_) trace_->flush();
 }
@@ -269,8 +280,14 @@ std::vector<FrRecord> FlightRecorder::snapshot() const {
 }
 
 std::string FlightRecorder::to_json() const {
-  std::string out = string_printf("{\"name\": %s, \"rank\": %d, \"size\": %d, \"transport\": %s, \"records\": [\n",
-                                  json_quote(name_).c_str(), rank_, size_, json_quote(transport_).c_str());
+  std::string failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure = failure_;
+  }
+  std::string out = string_printf(
+      "{\"name\": %s, \"rank\": %d, \"size\": %d, \"transport\": %s, \"failure\": %s, \"records\": [\n",
+      json_quote(name_).c_str(), rank_, size_, json_quote(transport_).c_str(), json_quote(failure).c_str());
   const std::vector<FrRecord> records = snapshot();
   for (size_t i = 0; i < records.size(); ++i) {
     const FrRecord& r = records[i];

@@ -77,6 +77,10 @@ class FlightRecorder {
   int world_rank() const { return world_rank_; }
   // Dump of the whole process into dump_dir(); a failure is only logged.
   void dump_after_timeout() const;
+  // The communicator failed: dumps carry `why` (which names the peer it waited for, the one
+  // that died or became unreachable) as "failure". The first call wins. Never throws: without
+  // memory for the copy the dump only lacks the reason.
+  void record_failure(const Status& why) noexcept;
   // Writes the trace file (COLLX_TRACE) so far, if tracing.
   void flush_trace();
 
@@ -99,6 +103,7 @@ class FlightRecorder {
   int size_ = 1;
   int world_rank_ = 0;
   std::string transport_;
+  std::string failure_;  // record_failure; under mutex_
   std::string dump_dir_;
   std::shared_ptr<TraceWriter> trace_;
   bool registered_ = false;

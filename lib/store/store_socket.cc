@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "lib/common/log.h"
+#include "lib/common/socket_liveness.h"
 #include "lib/store/store_common.h"
 
 namespace collx {
@@ -43,6 +44,15 @@ void set_nodelay(int fd) {
   int one = 1;
   // Store frames are small request/response exchanges: Nagle would add delays to each.
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// Keepalive and user timeout (lib/common/socket_liveness.h), so a store connection whose
+// peer went silent fails in seconds instead of at the deadline. Set on the server's listener
+// (accepted connections inherit them) and on every client socket. Unlike transport sockets,
+// store sockets keep TCP_USER_TIMEOUT (SocketLiveness::for_store says why it is safe here).
+Status set_liveness_options(int fd, const SocketLiveness& liveness, const char* what) {
+  Status applied = apply_socket_liveness(fd, liveness.for_store());
+  return applied.ok() ? applied : applied.with_context(what);
 }
 
 // One non-blocking connect to one resolved address, waiting at most until the deadline.
@@ -135,6 +145,9 @@ Status listen_tcp(const HostPort& where, UniqueFd* out, int* bound_port, bool* a
     int one = 1;
     // Lets a restarted server bind while connections of the previous one sit in TIME_WAIT.
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    SocketLiveness liveness;
+    COLLX_RETURN_IF_ERROR(socket_liveness_from_settings(&liveness));
+    COLLX_RETURN_IF_ERROR(set_liveness_options(fd.get(), liveness, "store server: "));
     if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
       int error = errno;
       // Both mean "another process may be serving this address": taken here, or an address
@@ -166,6 +179,8 @@ Status listen_tcp(const HostPort& where, UniqueFd* out, int* bound_port, bool* a
 Status connect_tcp(const std::string& address, Deadline deadline, UniqueFd* out, bool retry) {
   HostPort where;
   COLLX_RETURN_IF_ERROR(parse_host_port(address, &where));
+  SocketLiveness liveness;
+  COLLX_RETURN_IF_ERROR(socket_liveness_from_settings(&liveness));
   const int64_t start_us = monotonic_us();
   std::string last_error = "no attempt finished";
   // Ranks usually start before the server listens: retry quickly at first, then back off so
@@ -179,7 +194,7 @@ Status connect_tcp(const std::string& address, Deadline deadline, UniqueFd* out,
     } else {
       for (const addrinfo* a = list.head; a != nullptr; a = a->ai_next) {
         int error = connect_once(a, deadline, out);
-        if (error == 0) return Status::Ok();
+        if (error == 0) return set_liveness_options(out->get(), liveness, "store client: ");
         last_error = format_sockaddr(a->ai_addr, a->ai_addrlen) + ": " + std::strerror(error);
       }
     }

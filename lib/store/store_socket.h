@@ -27,12 +27,13 @@ std::string format_sockaddr(const sockaddr* address, socklen_t length);
 // The address of a connected socket's peer, for logs.
 std::string peer_address(int fd);
 
-// A non-blocking listening socket with SO_REUSEADDR. *bound_port is the port actually bound
+// A non-blocking listening socket with SO_REUSEADDR and the keepalive and user timeout of
+// COLLX_TCP_KEEPALIVE_* / COLLX_TCP_USER_TIMEOUT_MS, which accepted connections inherit. *bound_port is the port actually bound
 // (the chosen one when port is 0). When the port is taken the status is COLLX_ERR_SYSTEM
 // with EADDRINUSE's text and *address_in_use is true.
 Status listen_tcp(const HostPort& where, UniqueFd* out, int* bound_port, bool* address_in_use);
 
-// A connected non-blocking socket with TCP_NODELAY. While nothing accepts at the address
+// A connected non-blocking socket with TCP_NODELAY, keepalive and user timeout. While nothing accepts at the address
 // (refused, unreachable, name not resolvable yet) it retries with backoff; at the deadline it
 // answers COLLX_ERR_TIMEOUT naming the address and the last error. With `retry` false a
 // failed attempt is final: COLLX_ERR_REMOTE naming the address and the error (used once the

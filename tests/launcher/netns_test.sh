@@ -9,31 +9,8 @@ set -u
 RUN=$1
 PROG=$2
 clean_launch_env
-skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "network namespaces need root"
-command -v ip >/dev/null || skip "ip (iproute2) is not installed; tools/install-deps.sh installs it"
-
-tag=cx$$
-A=${tag}a
-B=${tag}b
-dir=$(mktemp -d)
-cleanup() {
-  kill_background
-  # Ranks are killed with their agents (PDEATHSIG); kill whatever is left in the namespaces.
-  for ns in $A $B; do
-    pids=$(ip netns pids "$ns" 2>/dev/null)
-    [ -z "$pids" ] || kill -KILL $pids 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
-  done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-ip netns add $A 2>"$dir/why" || skip "cannot create a network namespace: $(cat "$dir/why")"
-ip netns add $B || fail "second namespace"
-ip link add cxeth0 netns $A type veth peer name cxeth0 netns $B || skip "cannot create a veth pair"
-ip -n $A addr add 10.231.0.1/24 dev cxeth0 && ip -n $B addr add 10.231.0.2/24 dev cxeth0 || fail "addresses"
-for ns in $A $B; do ip -n $ns link set lo up && ip -n $ns link set cxeth0 up || fail "link up in $ns"; done
+begin_netns_test
+make_netns_pair cx$$ cxeth0 10.231.0
 
 # Every rank loops: all-reduce, 50 ms pause, for up to ~10 minutes (the link cut ends it).
 export COLLX_TIMEOUT_MS=3000 COLLX_TRANSPORTS=tcp COLLX_SOCKET_IFNAME=cxeth0

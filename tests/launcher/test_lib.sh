@@ -62,3 +62,37 @@ begin_test() {
   dir=$(mktemp -d)
   trap 'kill_background; rm -rf "$dir"' EXIT
 }
+
+# Two "hosts" for multi-host tests: network namespaces $A and $B (named after $1) joined by a
+# veth pair whose ends are both called $2, addressed $3.1 and $3.2 (/24), with lo and the
+# veth up. Needs $dir. Exits 77 (skip) with the reason where namespaces cannot be made (not
+# root, no iproute2, no CAP_SYS_ADMIN in a container). remove_netns_pair undoes it.
+make_netns_pair() {
+  [ "$(id -u)" -eq 0 ] || { echo "SKIP: network namespaces need root"; exit 77; }
+  command -v ip >/dev/null ||
+    { echo "SKIP: ip (iproute2) is not installed; tools/install-deps.sh installs it"; exit 77; }
+  A=${1}a
+  B=${1}b
+  ip netns add "$A" 2>"$dir/why" || { echo "SKIP: cannot create a network namespace: $(cat "$dir/why")"; exit 77; }
+  ip netns add "$B" || fail "second namespace"
+  ip link add "$2" netns "$A" type veth peer name "$2" netns "$B" || { echo "SKIP: cannot create a veth pair"; exit 77; }
+  ip -n "$A" addr add "$3.1/24" dev "$2" && ip -n "$B" addr add "$3.2/24" dev "$2" || fail "addresses"
+  for _ns in "$A" "$B"; do ip -n "$_ns" link set lo up && ip -n "$_ns" link set "$2" up || fail "link up in $_ns"; done
+}
+
+# Kills what still runs in the namespaces of make_netns_pair and deletes them.
+remove_netns_pair() {
+  for _ns in ${A:-} ${B:-}; do
+    _pids=$(ip netns pids "$_ns" 2>/dev/null)
+    [ -z "$_pids" ] || kill -KILL $_pids 2>/dev/null
+    ip netns del "$_ns" 2>/dev/null
+  done
+}
+
+# The common start of a network-namespace test: $dir, removed on exit together with every
+# background job and the namespaces of make_netns_pair (ranks left in them are killed).
+begin_netns_test() {
+  dir=$(mktemp -d)
+  trap 'kill_background; remove_netns_pair; rm -rf "$dir"' EXIT
+  trap 'exit 1' INT TERM
+}

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/collx_info_tool.h"
 #include "tests/support/process_ranks.h"
 #include "tests/support/scoped_env.h"
 #include "tests/support/skipped_collective.h"
@@ -23,31 +24,6 @@
 namespace collx {
 namespace testing {
 namespace {
-
-// build/tests/process/<this test> -> build/tools/collx-info: the nearest folder above this
-// binary with tools/collx-info.
-std::string collx_info_path() {
-  char self[4096] = {0};
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string dir(self, n > 0 ? static_cast<size_t>(n) : 0);
-  while (dir.rfind('/') != std::string::npos && dir.rfind('/') > 0) {
-    dir = dir.substr(0, dir.rfind('/'));
-    if (exists(dir + "/tools/collx-info")) return dir + "/tools/collx-info";
-  }
-  return "collx-info";  // from PATH
-}
-
-std::string run_and_read(const std::string& command, int* exit_code) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
-  const int status = pclose(p);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
 
 TEST(FlightRecorder, PeersOfARankThatSkipsACollectiveDumpOnTimeoutAndTheReportNamesIt) {
   const std::string dir = temp_dir();

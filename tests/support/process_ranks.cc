@@ -87,19 +87,24 @@ std::vector<RankResult> run_processes(int size, int timeout_ms,
   return results;
 }
 
+collx_status_t create_world_comm(int rank, int size, const std::string& store_addr, int64_t comm_timeout_ms,
+                                 uint32_t transports, collx_comm_t* out) {
+  collx_config_t config;
+  collx_config_init(&config, sizeof config);
+  config.rank = rank;
+  config.world_size = size;
+  config.store_addr = store_addr.c_str();
+  config.timeout_ms = comm_timeout_ms;
+  config.transports = transports;
+  return collx_comm_create(&config, out);
+}
+
 std::vector<RankResult> run_comm_processes(int size, int timeout_ms,
                                            const std::function<int(int, int, collx_comm_t)>& body,
                                            int64_t comm_timeout_ms, uint32_t transports) {
   return run_processes(size, timeout_ms, [&](int rank, int world, const std::string& addr) {
-    collx_config_t config;
-    collx_config_init(&config, sizeof config);
-    config.rank = rank;
-    config.world_size = world;
-    config.store_addr = addr.c_str();
-    config.timeout_ms = comm_timeout_ms;
-    config.transports = transports;
     collx_comm_t comm = nullptr;
-    collx_status_t rc = collx_comm_create(&config, &comm);
+    collx_status_t rc = create_world_comm(rank, world, addr, comm_timeout_ms, transports, &comm);
     if (rc != COLLX_OK) {
       fprintf(stderr, "rank %d: comm_create: %s: %s\n", rank, collx_status_name(rc), collx_last_error(nullptr));
       return 100;

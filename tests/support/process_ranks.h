@@ -26,6 +26,11 @@ int free_port();
 std::vector<RankResult> run_processes(int size, int timeout_ms,
                                       const std::function<int(int rank, int size, const std::string& store_addr)>& body);
 
+// In a rank of run_processes: creates the world communicator at `store_addr` (rank 0 hosts
+// the store) with the given deadline and COLLX_TRANSPORT_* mask (0: the default).
+collx_status_t create_world_comm(int rank, int size, const std::string& store_addr, int64_t comm_timeout_ms,
+                                 uint32_t transports, collx_comm_t* out);
+
 // The same, creating the world communicator for the body and destroying it afterwards.
 // Creation failures exit with 100.
 std::vector<RankResult> run_comm_processes(int size, int timeout_ms,

@@ -101,19 +101,29 @@ Status Segment::create(const std::string& name, uint64_t comm_id, int rank, int 
   int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return system_error(("shm_open " + name).c_str(), errno);
   linked_ = true;
-  if (::ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
-    int e = errno;
+  // Reserve the pages now: on a full /dev/shm (tmpfs) that is ENOSPC here, where a sparse
+  // file would be SIGBUS at the first touch of a missing page.
+  int e;
+  do {
+    e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes_));
+  } while (e == EINTR);
+  if (e != 0) {
     ::close(fd);
-    return system_error(string_printf("ftruncate %s to %zu bytes", name.c_str(), bytes_).c_str(), e);
+    if (e == ENOSPC) {
+      return make_status(COLLX_ERR_SYSTEM,
+                         "shared-memory transport: cannot reserve %zu bytes for %s in /dev/shm: %s; /dev/shm is full "
+                         "or too small for %d ranks (containers: raise --shm-size), or leave shm out of "
+                         "COLLX_TRANSPORTS",
+                         bytes_, name.c_str(), std::strerror(e), nranks);
+    }
+    return system_error(string_printf("reserving %zu bytes for %s in /dev/shm", bytes_, name.c_str()).c_str(), e);
   }
   void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  int e = errno;
+  e = errno;
   ::close(fd);
   if (p == MAP_FAILED) return system_error(("mmap " + name).c_str(), e);
   base_ = p;
-  // A fresh shm object is zero-filled: only the non-zero fields need writing. Touching
-  // the pages here also makes a /dev/shm that is too small fail now (SIGBUS) rather than
-  // later; fallocate-like reservation is not portable for tmpfs.
+  // A fresh shm object is zero-filled: only the non-zero fields need writing.
   auto* h = new (base_) SegmentHeader();
   h->magic = kSegmentMagic;
   h->version = kSegmentVersion;

@@ -37,6 +37,7 @@ TcpEngine::TcpEngine(const TcpTransportParams& params, Fd listener, SocketAddres
       stripe_min_bytes_(params.stripe_min_bytes),
       unexpected_max_bytes_(params.unexpected_max_bytes),
       hello_timeout_ms_(params.hello_timeout_ms),
+      unacked_timeout_ms_(params.liveness.unacked_timeout_ms),
       describe_fn_(params.describe),
       listen_address_(listen_address),
       listener_(std::move(listener)) {
@@ -45,6 +46,8 @@ TcpEngine::TcpEngine(const TcpTransportParams& params, Fd listener, SocketAddres
   mesh_params_.comm_id = comm_id_;
   mesh_params_.sockets_per_peer = nsocks_;
   mesh_params_.hello_timeout_ms = hello_timeout_ms_;
+  const auto now = std::chrono::steady_clock::now();
+  next_unacked_check_ = now;
   peers_.resize(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
     Peer& p = peers_[r];
@@ -58,6 +61,7 @@ TcpEngine::TcpEngine(const TcpTransportParams& params, Fd listener, SocketAddres
       s->fd = std::move(sockets[r][i]);
       s->token = kTokenSocketBase + static_cast<uint64_t>(r) * static_cast<uint64_t>(nsocks_) + static_cast<uint64_t>(i);
       s->rbuf.reset(new uint8_t[kRxBufferBytes]);
+      s->last_write_checked = now;
       abort_fds_.push_back(s->fd.get());
       p.sockets.push_back(std::move(s));
     }

@@ -7,13 +7,15 @@
 // that the driver notifies on completions and when it stops driving. abort() takes no lock.
 //
 // Implementation files: tcp_engine.cc (public API, waiting), tcp_events.cc (epoll, late
-// connections, failures, poison), tcp_recv.cc (reading, matching), tcp_send.cc (writing).
+// connections, failures, poison), tcp_recv.cc (reading, matching), tcp_send.cc (writing),
+// tcp_unacked.cc (peers that stopped acknowledging sent data).
 #pragma once
 
 #include <sys/epoll.h>
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -132,7 +134,14 @@ struct Socket {
   // Send side.
   std::deque<OutFrame*> sendq;
   bool send_broken = false;
+  // The error that broke sending: the kernel reports a socket error once, so a read after a
+  // failed write sees only the end of stream.
+  int send_errno = 0;
   bool mid_frame = false;           // set by poison: a frame was cut off, nothing more may go
+  // Unacknowledged-data check (tcp_unacked.cc): set by every write, and turned by the next
+  // check into `last_write_checked`, a time no earlier than the last write.
+  bool wrote_since_check = false;
+  std::chrono::steady_clock::time_point last_write_checked;
 
   // epoll registration.
   bool registered = false;
@@ -208,6 +217,11 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks {
   void protocol_error(Socket& s, const std::string& why);
   void poison_locked(const Status& status, bool notify_peers);
   void fail_peer_requests(Peer& p, const Status& status, std::vector<SendOp*>* ops);
+  Status unreachable_status(const Peer& p, const std::string& reason) const;
+
+  // ---- tcp_unacked.cc
+  void check_unacked_data();
+  void check_unacked_socket(Socket& s, std::chrono::steady_clock::time_point now);
 
   // ---- tcp_recv.cc
   void read_socket(Socket& s);
@@ -242,6 +256,7 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks {
   const size_t stripe_min_bytes_;
   const size_t unexpected_max_bytes_;
   const int hello_timeout_ms_;
+  const int unacked_timeout_ms_;  // 0: no unacknowledged-data check
   const transport::DescribeFn describe_fn_;
   const SocketAddress listen_address_;
   MeshParams mesh_params_;       // what late HELLOs are checked against
@@ -276,6 +291,7 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks {
   std::vector<Socket*> ready_;  // sockets with parsed-but-unprocessed input (resumed or over quota)
   std::map<uint64_t, Stray> strays_;
   uint64_t next_stray_id_ = 0;
+  std::chrono::steady_clock::time_point next_unacked_check_;
   epoll_event events_[64];      // used by the driver only
   transport::WaitDriver waiter_{*this, {cv_, driving_, completions_, aborted_, poison_, closed_}, rank_, "TCP",
                                 transport::WaitDriver::ExpiredDeadline::kOnePass};  // last: refers to the above

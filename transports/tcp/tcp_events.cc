@@ -64,6 +64,7 @@ void TcpEngine::drive_once(std::unique_lock<std::mutex>& lock, Deadline deadline
   }
   if (poison_.ok() && !driver_satisfied()) process_ready();
   if (!strays_.empty()) expire_strays();
+  if (unacked_timeout_ms_ > 0 && poison_.ok()) check_unacked_data();
 }
 
 bool TcpEngine::driver_satisfied() const {
@@ -280,6 +281,14 @@ std::string TcpEngine::other_lost_peers(int reported) const {
   return lost.empty() ? lost : lost + ")";
 }
 
+// How the kernel fails an established connection when keepalive or the user timeout gives up
+// on a silent peer: ETIMEDOUT, or the last ICMP or routing error it saw meanwhile (a host or
+// network unreachable), which it keeps as the socket's "soft" error until then.
+static bool silent_peer_error(int error) {
+  return error == ETIMEDOUT || error == EHOSTUNREACH || error == ENETUNREACH || error == EHOSTDOWN ||
+         error == ENETDOWN;
+}
+
 // The read side of `s` ended (error 0: end of stream). After GOODBYE that is orderly;
 // otherwise the peer died or aborted.
 void TcpEngine::on_stream_end(Socket& s, int error) {
@@ -290,6 +299,7 @@ void TcpEngine::on_stream_end(Socket& s, int error) {
     return;
   }
   const bool mid_frame = s.rx == RxState::kPayload || s.rlen > s.rpos;
+  if (error == 0 && silent_peer_error(s.send_errno)) error = s.send_errno;  // it went silent while we sent
   s.rx = RxState::kClosed;
   if (s.goodbye_received && !mid_frame) {
     update_epoll(s);
@@ -306,15 +316,29 @@ void TcpEngine::on_stream_end(Socket& s, int error) {
   }
   std::string reason = error != 0 ? errno_string(error)
                                   : (mid_frame ? "connection closed in the middle of a frame" : "connection closed");
+  if (silent_peer_error(error)) {
+    poison_locked(unreachable_status(p, reason), false);
+    return;
+  }
   poison_locked(make_status(COLLX_ERR_REMOTE, "lost connection to rank %d (%s): %s; rank %d died or aborted%s", p.rank,
                             p.address.c_str(), reason.c_str(), p.rank, other_lost_peers(p.rank).c_str()),
                 false);
+}
+
+// Keepalive, the user timeout or the unacknowledged-data check gave up: the peer's host
+// stopped answering (network partition, host down), not a process that exited.
+Status TcpEngine::unreachable_status(const Peer& p, const std::string& reason) const {
+  return make_status(COLLX_ERR_REMOTE,
+                     "lost connection to rank %d (%s): %s; rank %d is unreachable: its host stopped acknowledging "
+                     "TCP (COLLX_TCP_KEEPALIVE_*, COLLX_TCP_UNACKED_TIMEOUT_MS, COLLX_TCP_USER_TIMEOUT_MS)%s",
+                     p.rank, p.address.c_str(), reason.c_str(), p.rank, other_lost_peers(p.rank).c_str());
 }
 
 // A write failed: the peer closed or reset the connection. Whether it left (GOODBYE) or
 // died is decided by reading what it sent, so make sure that gets read.
 void TcpEngine::on_send_error(Socket& s, int error) {
   s.send_broken = true;
+  s.send_errno = error;
   Peer& p = peers_[s.peer];
   COLLX_TRACE(NET, "rank %d: write to rank %d (socket %d) failed: %s", rank_, p.rank, s.index,
               errno_string(error).c_str());

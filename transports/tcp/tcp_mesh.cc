@@ -111,7 +111,7 @@ class MeshBuilder {
 
  private:
   Status step_outgoing(Outgoing& o, short revents);
-  void accept_pending();
+  Status accept_pending();
   Status step_incoming(Incoming& in, short revents, bool* finished);
   Status answer_challenge(Outgoing& o, const std::string& where);
   Status closed_during_handshake(const Outgoing& o, int rc, const std::string& where) const;
@@ -162,6 +162,8 @@ Status MeshBuilder::step_outgoing(Outgoing& o, short revents) {
     int rc = start_connect(addresses_[o.peer], &o.fd, p_.socket_buffer_bytes);
     if (rc == 0 || rc == EINPROGRESS) {
       o.state = Outgoing::kConnecting;
+      Status liveness = apply_socket_liveness(o.fd.get(), p_.liveness);
+      if (!liveness.ok()) return liveness.with_context(string_printf("rank %d: socket to rank %d: ", p_.rank, o.peer));
       return Status::Ok();
     }
     return connect_error(o, rc, "");
@@ -324,17 +326,26 @@ void MeshBuilder::drop(const Incoming& in, const std::string& why) const {
   COLLX_WARN(NET, "rank %d: dropped connection from %s: %s", p_.rank, in.remote.c_str(), why.c_str());
 }
 
-void MeshBuilder::accept_pending() {
+Status MeshBuilder::accept_pending() {
   for (;;) {
     sockaddr_storage remote{};
     socklen_t length = sizeof remote;
     int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&remote), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        COLLX_WARN(NET, "rank %d: accept on the listen port failed: %s", p_.rank, errno_string(errno).c_str());
+      const int error = errno;
+      if (error == EINTR || error == ECONNABORTED) continue;
+      if (error == EMFILE || error == ENFILE) {
+        // The peer's connection stays queued and poll reports it again at once: waiting for
+        // the deadline would spin. Nothing here will free descriptors, so fail now.
+        return make_status(COLLX_ERR_SYSTEM,
+                           "rank %d: cannot accept the TCP connections of its peers: %s (raise the open-file limit, "
+                           "ulimit -n, or use fewer sockets per peer, COLLX_TCP_NSOCKS)",
+                           p_.rank, errno_string(error).c_str());
       }
-      return;
+      if (error != EAGAIN && error != EWOULDBLOCK) {
+        COLLX_WARN(NET, "rank %d: accept on the listen port failed: %s", p_.rank, errno_string(error).c_str());
+      }
+      return Status::Ok();
     }
     auto in = std::make_unique<Incoming>();
     in->fd.reset(fd);
@@ -504,7 +515,7 @@ Status MeshBuilder::run() {
       if (!finished) still_open.push_back(std::move(in));
     }
     incoming_ = std::move(still_open);
-    if (fds[0].revents) accept_pending();
+    if (fds[0].revents) COLLX_RETURN_IF_ERROR(accept_pending());
   }
   return Status::Ok();
 }

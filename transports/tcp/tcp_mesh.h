@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/common/deadline.h"
+#include "lib/common/socket_liveness.h"
 #include "lib/common/status.h"
 #include "transports/tcp/socket_util.h"
 #include "transports/tcp/wire.h"
@@ -27,6 +28,7 @@ struct MeshParams {
   // The job token (COLLX_JOB_TOKEN); empty = none. With one, no socket joins the mesh before
   // both ends proved they know it; a connection that fails is dropped with a warning.
   std::string job_token;
+  SocketLiveness liveness;  // set on every connecting socket (accepted ones inherit the listener's)
 };
 
 // [peer][socket index] -> connected, non-blocking, TCP_NODELAY socket (empty for self).

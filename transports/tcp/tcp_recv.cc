@@ -287,15 +287,16 @@ InMsg* TcpEngine::new_message(Peer& p, uint64_t msg_id, uint64_t tag, uint64_t b
                     true);
       return nullptr;
     }
-    unexpected_bytes_ += bytes;
   }
   InMsg* raw = m.get();
+  // Into the table first: if that allocation throws, nothing refers to the message yet.
+  p.live[msg_id] = std::move(m);
+  if (raw->staging) unexpected_bytes_ += bytes;
   if (recv != nullptr) {
     recv->transport_private = raw;
   } else {
     p.unexpected[tag].push_back(raw);
   }
-  p.live[msg_id] = std::move(m);
   return raw;
 }
 

@@ -46,6 +46,7 @@ void TcpEngine::write_socket(Socket& s) {
       on_send_error(s, errno);
       return;
     }
+    s.wrote_since_check = true;
     size_t left = static_cast<size_t>(n);
     while (left > 0) {
       OutFrame* f = s.sendq.front();

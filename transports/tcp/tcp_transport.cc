@@ -37,6 +37,7 @@ Status load_tcp_settings(TcpTransportParams* params) {
   params->unexpected_max_bytes = static_cast<size_t>(unexpected_max);
   params->ifname = setting_raw(SettingId::SOCKET_IFNAME);
   COLLX_RETURN_IF_ERROR(auth::job_token_from_settings(&params->job_token));
+  COLLX_RETURN_IF_ERROR(socket_liveness_from_settings(&params->liveness));
   return Status::Ok();
 }
 
@@ -77,6 +78,10 @@ Status create_tcp_transport(const TcpTransportParams& params, std::unique_ptr<Tc
   int backlog = std::max(128, params.size * params.sockets_per_peer + 16);
   COLLX_RETURN_IF_ERROR(tcp::listen_on(local, backlog, &listener, &bound, params.socket_buffer_bytes));
   auth::warn_if_exposed(bound.sa(), bound.to_string(), params.job_token, "the TCP transport");
+  // Accepted sockets inherit keepalive and user timeout from the listener; connecting ones
+  // get them in build_mesh.
+  Status liveness = apply_socket_liveness(listener.get(), params.liveness);
+  if (!liveness.ok()) return liveness.with_context("TCP transport listener: ");
   COLLX_INFO(NET, "rank %d: TCP transport listening on %s (%s); %d sockets per peer, striping from %zu bytes, "
                   "unexpected budget %zu bytes",
              params.rank, bound.to_string().c_str(), why.c_str(), params.sockets_per_peer, params.stripe_min_bytes,
@@ -112,6 +117,7 @@ Status create_tcp_transport(const TcpTransportParams& params, std::unique_ptr<Tc
   mesh.deadline = params.deadline;
   mesh.hello_timeout_ms = params.hello_timeout_ms;
   mesh.job_token = params.job_token;
+  mesh.liveness = params.liveness;
   tcp::MeshSockets sockets;
   COLLX_RETURN_IF_ERROR(tcp::build_mesh(mesh, listener.get(), addresses, &sockets));
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lib/common/deadline.h"
+#include "lib/common/socket_liveness.h"
 #include "lib/common/status.h"
 #include "transports/transport.h"
 
@@ -33,11 +34,16 @@ struct TcpTransportParams {
   int hello_timeout_ms = 5000;
   // COLLX_JOB_TOKEN: every connection proves both ends know it (tcp_mesh.h); empty = none.
   std::string job_token;
+  // Keepalive and user timeout of every socket (COLLX_TCP_KEEPALIVE_*, COLLX_TCP_USER_TIMEOUT_MS)
+  // and the engine's unacknowledged-data window (COLLX_TCP_UNACKED_TIMEOUT_MS, tcp_unacked.cc);
+  // default-constructed: the kernel's defaults and no window.
+  SocketLiveness liveness;
 };
 
 // Fills sockets_per_peer, stripe_min_bytes, unexpected_max_bytes, socket_buffer_bytes and
 // ifname from COLLX_TCP_NSOCKS, COLLX_TCP_STRIPE_MIN, COLLX_UNEXPECTED_MAX,
-// COLLX_TCP_SOCKBUF and COLLX_SOCKET_IFNAME, and job_token from COLLX_JOB_TOKEN.
+// COLLX_TCP_SOCKBUF and COLLX_SOCKET_IFNAME, job_token from COLLX_JOB_TOKEN and liveness from
+// COLLX_TCP_KEEPALIVE_*, COLLX_TCP_UNACKED_TIMEOUT_MS and COLLX_TCP_USER_TIMEOUT_MS.
 Status load_tcp_settings(TcpTransportParams* params);
 
 class TcpTransport : public transport::Transport {

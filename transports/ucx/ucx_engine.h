@@ -26,6 +26,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "lib/common/exception_status.h"
 #include "transports/common/engine_overrides.h"
 #include "transports/common/wait_driver.h"
 #include "transports/ucx/ucx_liveness.h"
@@ -114,6 +115,17 @@ class UcxEngine final : public transport::Transport, private transport::WaitHook
   void on_header(HeaderSlot* slot, void* request, ucs_status_t status, const ucp_tag_recv_info_t* info);
   void on_data(InMsg* m, void* request, ucs_status_t status, const ucp_tag_recv_info_t* info);
   void on_ep_error(Peer* p, ucs_status_t status);
+  // Runs a callback's body. An exception (an allocation failure) must not unwind through
+  // UCX's C frames, which would leave the worker mid-progress (UCX then aborts the process):
+  // it stops here and fails the engine once the progress call has returned.
+  template <typename Body>
+  void run_callback(Body&& body) noexcept {
+    try {
+      body();
+    } catch (...) {
+      defer_poison(current_exception_status("ucx transport: a completion callback"), true);
+    }
+  }
 
  private:
   // ---- ucx_engine.cc

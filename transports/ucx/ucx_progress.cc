@@ -23,7 +23,7 @@ constexpr size_t kMaxEarlyHeaders = 4096;
 void send_cb(void* request, ucs_status_t status, void* user_data) {
   auto* op = static_cast<SendOp*>(user_data);
   if (op->engine) {
-    op->engine->on_send_done(op, request, status);
+    op->engine->run_callback([&] { op->engine->on_send_done(op, request, status); });
   } else {
     ucp_request_free(request);
   }
@@ -32,7 +32,7 @@ void send_cb(void* request, ucs_status_t status, void* user_data) {
 void header_cb(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
   auto* slot = static_cast<HeaderSlot*>(user_data);
   if (slot->engine) {
-    slot->engine->on_header(slot, request, status, info);
+    slot->engine->run_callback([&] { slot->engine->on_header(slot, request, status, info); });
   } else {
     ucp_request_free(request);
   }
@@ -41,7 +41,7 @@ void header_cb(void* request, ucs_status_t status, const ucp_tag_recv_info_t* in
 void data_cb(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
   auto* m = static_cast<InMsg*>(user_data);
   if (m->engine) {
-    m->engine->on_data(m, request, status, info);
+    m->engine->run_callback([&] { m->engine->on_data(m, request, status, info); });
   } else {
     ucp_request_free(request);
   }
