@@ -71,9 +71,11 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
   auto bootstrap = std::make_unique<StoreBootstrap>(store_, prefix_, rank_, size_);
 
   // Every rank learns every rank's host, so it knows which peers share its host.
-  HostIdentity me = this_host(job.rank);
+  HostIdentity me;
+  Status st = this_host(job.rank, &me);
+  if (!st.ok()) return st.with_context("creating communicator '" + name_ + "': ");
   std::vector<std::vector<uint8_t>> hosts;
-  Status st = bootstrap->allgather("host", encode_host_identity(me), &hosts, deadline);
+  st = bootstrap->allgather("host", encode_host_identity(me), &hosts, deadline);
   if (!st.ok()) return st.with_context("creating communicator '" + name_ + "': ");
   bool single_host = true;
   local_rank_ = 0;

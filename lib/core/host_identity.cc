@@ -1,5 +1,6 @@
 #include "lib/core/host_identity.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,7 +8,6 @@
 #include <cstdlib>
 
 #include <cstring>
-#include <fstream>
 
 #include "lib/common/settings.h"
 #include "lib/common/strings.h"
@@ -24,11 +24,27 @@ uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {
   return hash;
 }
 
-static std::string read_first_line(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+// The kernel's boot id ("" on a system without one, the same for every rank there). A read
+// that fails for lack of descriptors or memory is an error: an empty id on some ranks only
+// would make ranks of this host look like ranks of another one.
+static Status read_boot_id(std::string* out) {
+  const char* path = "/proc/sys/kernel/random/boot_id";
+  out->clear();
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) {
+      return make_status(COLLX_ERR_SYSTEM, "cannot read %s (it tells which ranks share this host): %s", path,
+                         std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+  char buffer[64];
+  const ssize_t n = ::read(fd, buffer, sizeof buffer);
+  ::close(fd);
+  if (n > 0) out->assign(buffer, static_cast<size_t>(n));
+  const size_t newline = out->find('\n');
+  if (newline != std::string::npos) out->resize(newline);
+  return Status::Ok();
 }
 
 static std::string read_link(const char* path) {
@@ -56,19 +72,22 @@ static std::string test_host_label(int world_rank) {
   return labels[static_cast<size_t>(world_rank)];
 }
 
-HostIdentity this_host(int world_rank) {
+Status this_host(int world_rank, HostIdentity* out) {
   HostIdentity id;
   char name[256] = {0};
   gethostname(name, sizeof name - 1);
   id.hostname = name;
-  std::string key = id.hostname + "|" + read_first_line("/proc/sys/kernel/random/boot_id") + "|" +
-                    read_link("/proc/self/ns/ipc") + "|" + read_link("/proc/self/ns/net");
+  std::string boot_id;
+  COLLX_RETURN_IF_ERROR(read_boot_id(&boot_id));
+  std::string key = id.hostname + "|" + boot_id + "|" + read_link("/proc/self/ns/ipc") + "|" +
+                    read_link("/proc/self/ns/net");
   const std::string label = test_host_label(world_rank);
   if (!label.empty()) key += "|test-host:" + label;
   id.host_hash = fnv1a64(key.data(), key.size());
   id.pid = static_cast<int32_t>(getpid());
   id.pid_ns = pid_namespace();
-  return id;
+  *out = std::move(id);
+  return Status::Ok();
 }
 
 bool known_dead(const HostIdentity& me, const HostIdentity& peer) {

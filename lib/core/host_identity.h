@@ -26,9 +26,11 @@ struct HostIdentity {
 // False when unknown (another host, another namespace, or it exists).
 bool known_dead(const HostIdentity& me, const HostIdentity& peer);
 
-// `world_rank` picks this process's label in COLLX_TEST_HOST_ID (tests only: fake hosts on
-// one machine, salted into host_hash; see lib/common/settings.h).
-HostIdentity this_host(int world_rank = -1);
+// This process's identity. `world_rank` picks its label in COLLX_TEST_HOST_ID (tests only:
+// fake hosts on one machine, salted into host_hash; see lib/common/settings.h).
+// COLLX_ERR_SYSTEM naming the cause when the boot id cannot be read for lack of descriptors
+// or memory (a guessed identity would split one host's ranks into several hosts).
+Status this_host(int world_rank, HostIdentity* out);
 std::vector<uint8_t> encode_host_identity(const HostIdentity& id);
 Status decode_host_identity(const std::vector<uint8_t>& bytes, HostIdentity* out);
 
