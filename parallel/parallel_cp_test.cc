@@ -104,8 +104,14 @@ struct RingRun {
 };
 
 TEST(ParallelCp, RingAttentionEqualsSingleProcessAttention) {
-  for (int cp : {1, 2, 4}) {
-    ThreadRanks ranks(cp, 20000);
+  struct Case {
+    int cp;
+    uint32_t transports;  // 0: the default choice
+  };
+  for (Case c : {Case{1, 0}, Case{2, 0}, Case{4, 0}, Case{4, COLLX_TRANSPORT_TCP}, Case{4, COLLX_TRANSPORT_SHM}}) {
+    const int cp = c.cp;
+    SCOPED_TRACE("cp " + std::to_string(cp) + " transports " + std::to_string(c.transports));
+    ThreadRanks ranks(cp, 20000, c.transports);
     ASSERT_TRUE(ranks.ok()) << ranks.error();
     PerRank<RingRun> got(cp);
     ranks.run([&](int rank, collx_comm_t comm) {
@@ -144,8 +150,8 @@ TEST(ParallelCp, RingAttentionEqualsSingleProcessAttention) {
 // Rank 1 starts only once rank 0 holds its own block and has seen that block 1 has not
 // arrived; rank 0 then never calls next again until collx_cp_ring_test reports block 1
 // complete: the receive was posted before rank 0 "computed", and finished meanwhile.
-TEST(ParallelCp, NextBlockIsInFlightWhileTheCallerComputes) {
-  ThreadRanks ranks(2, 20000);
+void check_in_flight(uint32_t transports) {
+  ThreadRanks ranks(2, 20000, transports);
   ASSERT_TRUE(ranks.ok()) << ranks.error();
   Signal checked;
   ranks.run([&](int rank, collx_comm_t comm) {
@@ -184,6 +190,13 @@ TEST(ParallelCp, NextBlockIsInFlightWhileTheCallerComputes) {
     EXPECT_EQ(arrived, 1) << "nothing is in flight after the last block";
     EXPECT_EQ(collx_cp_ring_finish(ring), COLLX_OK) << collx_parallel_last_error();
   });
+}
+
+TEST(ParallelCp, NextBlockIsInFlightWhileTheCallerComputes) {
+  for (uint32_t transports : {0u, COLLX_TRANSPORT_TCP}) {
+    SCOPED_TRACE("transports " + std::to_string(transports));
+    check_in_flight(transports);
+  }
 }
 
 // Rank 0 stops after its own block; the others still receive every block.

@@ -306,10 +306,14 @@ void run_stage(collx_comm_t comm, int p, int r, int v, int m, Result* res) {
 TEST(ParallelPpInterleaved, PipelineEqualsSequentialVirtualStages) {
   struct Case {
     int p, v, m;
+    uint32_t transports;  // 0: the default choice
   };
-  for (Case c : {Case{2, 2, 2}, Case{2, 3, 4}, Case{3, 2, 6}, Case{4, 2, 4}, Case{4, 3, 8}, Case{3, 1, 3}}) {
-    SCOPED_TRACE("pp " + std::to_string(c.p) + " v " + std::to_string(c.v) + " m " + std::to_string(c.m));
-    ThreadRanks ranks(c.p, 20000);
+  for (Case c :
+       {Case{2, 2, 2, 0}, Case{2, 3, 4, 0}, Case{3, 2, 6, 0}, Case{4, 2, 4, 0}, Case{4, 3, 8, 0}, Case{3, 1, 3, 0},
+        Case{2, 2, 4, COLLX_TRANSPORT_TCP}, Case{4, 2, 8, COLLX_TRANSPORT_TCP}, Case{4, 2, 8, COLLX_TRANSPORT_SHM}}) {
+    SCOPED_TRACE("pp " + std::to_string(c.p) + " v " + std::to_string(c.v) + " m " + std::to_string(c.m) +
+                 " transports " + std::to_string(c.transports));
+    ThreadRanks ranks(c.p, 20000, c.transports);
     ASSERT_TRUE(ranks.ok()) << ranks.error();
     const int stages = c.p * c.v;
     PerRank<Result> got(c.p);
