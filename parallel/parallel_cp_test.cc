@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,6 +99,14 @@ struct Attention {
   std::vector<double> mx, sum, acc;
 };
 
+// Runs fn(rank, comm) on `n` thread ranks over `transports` (0: the default choice); the
+// communicators are destroyed when it returns.
+void on_ranks(int n, uint32_t transports, const std::function<void(int, collx_comm_t)>& fn) {
+  ThreadRanks ranks(n, 20000, transports);
+  ASSERT_TRUE(ranks.ok()) << ranks.error();
+  ranks.run(fn);
+}
+
 struct RingRun {
   std::vector<double> out;
   std::vector<int32_t> sources;
@@ -111,10 +120,8 @@ TEST(ParallelCp, RingAttentionEqualsSingleProcessAttention) {
   for (Case c : {Case{1, 0}, Case{2, 0}, Case{4, 0}, Case{4, COLLX_TRANSPORT_TCP}, Case{4, COLLX_TRANSPORT_SHM}}) {
     const int cp = c.cp;
     SCOPED_TRACE("cp " + std::to_string(cp) + " transports " + std::to_string(c.transports));
-    ThreadRanks ranks(cp, 20000, c.transports);
-    ASSERT_TRUE(ranks.ok()) << ranks.error();
     PerRank<RingRun> got(cp);
-    ranks.run([&](int rank, collx_comm_t comm) {
+    on_ranks(cp, c.transports, [&](int rank, collx_comm_t comm) {
       const std::vector<double> mine = kv_block(rank);
       std::vector<double> work(2 * kBlock);
       collx_cp_ring_t ring = nullptr;
@@ -151,10 +158,8 @@ TEST(ParallelCp, RingAttentionEqualsSingleProcessAttention) {
 // arrived; rank 0 then never calls next again until collx_cp_ring_test reports block 1
 // complete: the receive was posted before rank 0 "computed", and finished meanwhile.
 void check_in_flight(uint32_t transports) {
-  ThreadRanks ranks(2, 20000, transports);
-  ASSERT_TRUE(ranks.ok()) << ranks.error();
   Signal checked;
-  ranks.run([&](int rank, collx_comm_t comm) {
+  on_ranks(2, transports, [&](int rank, collx_comm_t comm) {
     const std::vector<double> mine = kv_block(rank);
     std::vector<double> work(2 * kBlock);
     if (rank == 1) {
@@ -201,10 +206,8 @@ TEST(ParallelCp, NextBlockIsInFlightWhileTheCallerComputes) {
 
 // Rank 0 stops after its own block; the others still receive every block.
 TEST(ParallelCp, EarlyFinishStillPassesTheBlocksOn) {
-  ThreadRanks ranks(3, 20000);
-  ASSERT_TRUE(ranks.ok()) << ranks.error();
   PerRank<std::vector<int32_t>> sources(3);
-  ranks.run([&](int rank, collx_comm_t comm) {
+  on_ranks(3, 0, [&](int rank, collx_comm_t comm) {
     const std::vector<double> mine = kv_block(rank);
     std::vector<double> work(2 * kBlock);
     collx_cp_ring_t ring = nullptr;
@@ -231,31 +234,25 @@ TEST(ParallelCp, EarlyFinishStillPassesTheBlocksOn) {
 TEST(ParallelCp, SilentNeighbourTimesOutNamingTheTransfer) {
   std::vector<double> mine = kv_block(0);
   std::vector<double> work(2 * kBlock);  // outlives the communicators: the receive stays posted
-  {
-    ThreadRanks ranks(2, 20000);
-    ASSERT_TRUE(ranks.ok()) << ranks.error();
-    ranks.run([&](int rank, collx_comm_t comm) {
-      if (rank != 0) return;
-      collx_cp_ring_t ring = nullptr;
-      ASSERT_EQ(collx_cp_ring_start(comm, mine.data(), work.data(), kBlock, COLLX_FLOAT64, 0, 200, &ring), COLLX_OK);
-      const void* kv = nullptr;
-      int32_t src = -1;
-      EXPECT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_OK);
-      EXPECT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_ERR_TIMEOUT);
-      const std::string msg = collx_parallel_last_error();
-      EXPECT_NE(msg.find("receive of rank 1's block from rank 1"), std::string::npos) << msg;
-      EXPECT_NE(msg.find("200 ms"), std::string::npos) << msg;
-      EXPECT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_ERR_INVALID_USAGE);
-      EXPECT_EQ(collx_cp_ring_finish(ring), COLLX_ERR_TIMEOUT);
-      EXPECT_NE(std::string(collx_parallel_last_error()).find("failed earlier"), std::string::npos);
-    });
-  }
+  on_ranks(2, 0, [&](int rank, collx_comm_t comm) {
+    if (rank != 0) return;
+    collx_cp_ring_t ring = nullptr;
+    ASSERT_EQ(collx_cp_ring_start(comm, mine.data(), work.data(), kBlock, COLLX_FLOAT64, 0, 200, &ring), COLLX_OK);
+    const void* kv = nullptr;
+    int32_t src = -1;
+    EXPECT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_OK);
+    EXPECT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_ERR_TIMEOUT);
+    const std::string msg = collx_parallel_last_error();
+    EXPECT_NE(msg.find("receive of rank 1's block from rank 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("200 ms"), std::string::npos) << msg;
+    EXPECT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_ERR_INVALID_USAGE);
+    EXPECT_EQ(collx_cp_ring_finish(ring), COLLX_ERR_TIMEOUT);
+    EXPECT_NE(std::string(collx_parallel_last_error()).find("failed earlier"), std::string::npos);
+  });
 }
 
 TEST(ParallelCp, StartRejectsBadArguments) {
-  ThreadRanks ranks(2, 20000);
-  ASSERT_TRUE(ranks.ok()) << ranks.error();
-  ranks.run([&](int rank, collx_comm_t comm) {
+  on_ranks(2, 0, [&](int rank, collx_comm_t comm) {
     if (rank != 0) return;
     std::vector<double> buf(3 * kBlock);
     collx_cp_ring_t ring = nullptr;
