@@ -11,8 +11,7 @@
 struct collx_cp_ring_s {
   collx_comm_t comm = nullptr;
   int32_t rank = 0, size = 1;
-  const char* own = nullptr;  // the caller's block
-  char* work = nullptr;       // 2 * bytes: the halves alternate as receive buffers
+  char* work = nullptr;  // 2 * bytes: the halves alternate as receive buffers
   size_t count = 0, bytes = 0;
   collx_datatype_t datatype = COLLX_FLOAT32;
   int32_t tag = 0;
@@ -59,7 +58,8 @@ collx_status_t post(collx_cp_ring_s* g, const char* fn) {
 }
 
 std::string transfer_name(const collx_cp_ring_s& g, bool send) {
-  const int32_t step = g.step - 1;  // the transfer in flight belongs to the last block handed out
+  // The transfer in flight belongs to the last block handed out (transfer 0 before any).
+  const int32_t step = g.step > 0 ? g.step - 1 : 0;
   return send ? "send of rank " + std::to_string(source_of(g, step)) + "'s block to rank " + std::to_string(next_of(g))
               : "receive of rank " + std::to_string(source_of(g, step + 1)) + "'s block from rank " +
                     std::to_string(prev_of(g));
@@ -113,6 +113,28 @@ collx_status_t next(collx_cp_ring_s* g, const void** block, int32_t* source, con
   return COLLX_OK;
 }
 
+// Never blocks: tests (and so progresses) both halves of the transfer in flight.
+collx_status_t test(collx_cp_ring_s* g, int* arrived) {
+  const char* fn = "collx_cp_ring_test";
+  *arrived = 0;
+  if (g->failed != COLLX_OK)
+    return free_fail(COLLX_ERR_INVALID_USAGE,
+                     std::string(fn) + ": an earlier call on this ring failed (" + g->error + "); finish it");
+  int all = 1;
+  for (collx_request_t req : {g->recv, g->send}) {
+    if (!req) continue;
+    int done = 0;
+    collx_status_t st = collx_test(req, &done);
+    if (st != COLLX_OK) {
+      comm_fail(g->comm, st, fn);
+      return ring_fail(g, st, thread_free_error() + " (the " + transfer_name(*g, req == g->send) + ")");
+    }
+    all &= done;
+  }
+  *arrived = all;
+  return COLLX_OK;
+}
+
 collx_status_t start(collx_comm_t comm, const void* block, void* work, size_t count, collx_datatype_t dt, int32_t tag,
                      int64_t timeout_ms, collx_cp_ring_t* out) {
   const char* fn = "collx_cp_ring_start";
@@ -141,7 +163,7 @@ collx_status_t start(collx_comm_t comm, const void* block, void* work, size_t co
   ring->comm = comm;
   ring->rank = static_cast<int32_t>(shape.rank);
   ring->size = static_cast<int32_t>(shape.size);
-  ring->own = ring->current = static_cast<const char*>(block);
+  ring->current = static_cast<const char*>(block);  // block 0: the caller's own
   ring->work = static_cast<char*>(work);
   ring->count = count;
   ring->bytes = bytes;
@@ -189,24 +211,7 @@ COLLX_API collx_status_t collx_cp_ring_test(collx_cp_ring_t ring, int* arrived) 
     if (!ring || !arrived)
       return cp::free_fail(COLLX_ERR_INVALID_ARG,
                            std::string("collx_cp_ring_test: ") + (!ring ? "ring" : "arrived (output)") + " is NULL");
-    *arrived = 0;
-    if (ring->failed != COLLX_OK)
-      return cp::free_fail(COLLX_ERR_INVALID_USAGE,
-                           "collx_cp_ring_test: an earlier call on this ring failed (" + ring->error + "); finish it");
-    int all = 1;
-    for (collx_request_t req : {ring->recv, ring->send}) {
-      if (!req) continue;
-      int done = 0;
-      collx_status_t st = collx_test(req, &done);
-      if (st != COLLX_OK) {
-        cp::comm_fail(ring->comm, st, "collx_cp_ring_test");
-        return cp::ring_fail(ring, st,
-                             cp::thread_free_error() + " (the " + cp::transfer_name(*ring, req == ring->send) + ")");
-      }
-      all &= done;
-    }
-    *arrived = all;
-    return COLLX_OK;
+    return cp::test(ring, arrived);
   });
 }
 
