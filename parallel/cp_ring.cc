@@ -150,8 +150,10 @@ collx_status_t start(collx_comm_t comm, const void* block, void* work, size_t co
   if (count > SIZE_MAX / 2 / elem)
     return free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": count " + std::to_string(count) + " is too large");
   const size_t bytes = count * elem;
-  if (bytes && !block) return free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": block is NULL");
-  if (bytes && shape.size > 1) {
+  // An empty block would come back as NULL, which means "no more blocks".
+  if (count == 0) return free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": count is 0 (nothing to rotate)");
+  if (!block) return free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": block is NULL");
+  if (shape.size > 1) {
     if (!work) return free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": work (2 * count elements) is NULL");
     const char* b = static_cast<const char*>(block);
     const char* w = static_cast<const char*>(work);

@@ -271,6 +271,7 @@ TEST(ParallelCp, StartRejectsBadArguments) {
                    "work overlaps block");
     expect_refused(collx_cp_ring_start(comm, nullptr, buf.data(), kBlock, COLLX_FLOAT64, 0, 100, &ring),
                    "block is NULL");
+    expect_refused(collx_cp_ring_start(comm, nullptr, nullptr, 0, COLLX_FLOAT64, 0, 100, &ring), "count is 0");
     EXPECT_EQ(collx_cp_ring_finish(nullptr), COLLX_OK);
   });
 }

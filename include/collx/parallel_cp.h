@@ -26,7 +26,7 @@ typedef struct collx_cp_ring_s* collx_cp_ring_t;
 
 /* Start a rotation on cp_comm. Collective in effect: every rank of cp_comm starts one with
  * the same count, datatype and tag (a different count: COLLX_ERR_MISMATCH on the receiver).
- *  block: this rank's block, `count` elements (K and V packed in one buffer as the caller
+ *  block: this rank's block, `count` > 0 elements (K and V packed in one buffer as the caller
  *         likes). Only read. Owned by the caller; it must stay valid and unchanged until
  *         the second collx_cp_ring_next (or collx_cp_ring_finish) returns: it is being sent.
  *  work:  2 * count elements owned by the caller (the double buffer: one half holds the
