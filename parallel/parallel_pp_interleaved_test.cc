@@ -221,9 +221,9 @@ std::string simulate(int p, int v, int m) {
 }
 
 TEST(ParallelPpInterleaved, TransfersMatchInOrderAndCannotDeadlock) {
-  for (int p : {2, 3, 4, 5})
-    for (int v : {1, 2, 3, 4})
-      for (int m : {p, 2 * p, 3 * p}) {
+  for (int p : {2, 3, 4, 5, 8})
+    for (int v : {1, 2, 3, 4, 6})
+      for (int m : {p, 2 * p, 3 * p, 4 * p}) {
         EXPECT_EQ(simulate(p, v, m), "") << "pp " << p << " v " << v << " m " << m;
       }
 }

@@ -101,8 +101,8 @@ typedef struct collx_pp_step {
  * send_forward_backward_recv_forward_backward), each batch in the exchange of the step
  * that follows it; a final EXCHANGE_ONLY step carries the last batch. The lists of all
  * stages together form a deadlock-free exchange on a ring of pp_size stages, sends and
- * receives matching in order (checked by simulation for pp_size 2-5, v 1-4, microbatches
- * 1-3 times pp_size, and run for real: ParallelPpInterleaved tests).
+ * receives matching in order (checked by simulation for pp_size 2-5 and 8, v 1-4 and 6,
+ * microbatches 1-4 times pp_size, and run for real: ParallelPpInterleaved tests).
  * Needs pp_size >= 2, 0 <= pp_rank < pp_size, virtual_stages >= 1, microbatches >= 1 and a
  * multiple of pp_size (Megatron's requirement: micro-batches run in groups of pp_size);
  * otherwise COLLX_ERR_INVALID_ARG naming the value, message in collx_parallel_last_error().
