@@ -129,10 +129,19 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
   DeviceState& d = *device_;
   // Run on the buffers' device (nonblocking calls run on the executor's thread).
   int device = 0, current = 0;
-  if (d.nccl) {
+  if (d.nccl && job_.device < 0) {
     device = d.nccl->device();  // NCCL set up: its device is the buffers' (one lookup less)
   } else {
     COLLX_RETURN_IF_ERROR(cuda::pointer_device(call.recvbuf ? call.recvbuf : call.sendbuf, &device));
+  }
+  if (job_.device >= 0 && device != job_.device) {
+    // A communicator bound to a device (config->device) takes buffers of that device only, as
+    // an NCCL communicator does: silently running on another GPU would move the work (and
+    // NCCL's channels) somewhere the engine did not plan.
+    return make_status(COLLX_ERR_INVALID_ARG,
+                       "the buffers are on CUDA device %d, but communicator '%s' is bound to device %d "
+                       "(config->device)",
+                       device, name_.c_str(), job_.device);
   }
   COLLX_RETURN_IF_ERROR(cuda::current_device(&current));
   struct RestoreDevice {  // the caller's thread keeps its current device
