@@ -168,6 +168,18 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
       }
     }
     if (d.nccl) {
+      if (settings_.nccl_check_calls) {
+        // NCCL carries no call description: ranks in different calls would wait on the GPU
+        // until the deadline. A dissemination barrier whose messages carry this call's OpDesc
+        // over the host transport fails on every rank with COLLX_ERR_MISMATCH instead.
+        algo::CollArgs args;
+        args.desc = desc;
+        args.deadline = deadline;
+        args.datatype = COLLX_UINT8;
+        algo::Context ctx = host_context();
+        Status st = algo::barrier_dissemination(ctx, args);
+        if (!st.ok()) return st.with_context("before the NCCL call (COLLX_NCCL_CHECK_CALLS=1): ");
+      }
       nccl::CollOp op;
       op.coll = call.coll;
       op.sendbuf = call.sendbuf;
@@ -185,12 +197,7 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
   if (local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && cuda_ipc::supports(call.coll, size_)) {
     CallBootstrap bootstrap(size_, [this, &desc](const std::vector<uint8_t>& mine, std::vector<uint8_t>* all,
                                                  Deadline until) -> Status {
-      algo::Context ctx;
-      ctx.transport = transport_.get();
-      ctx.rank = rank_;
-      ctx.size = size_;
-      ctx.chunk_bytes = settings_.chunk_bytes;
-      ctx.scratch = &algo_scratch_;
+      algo::Context ctx = host_context();
       algo::CollArgs args;
       args.desc = desc;
       args.deadline = until;
