@@ -36,7 +36,8 @@ bool group_open() { return t_group.depth > 0; }
 Status group_record(collx_comm_t comm, const CollCall& call, collx_request_t* request) {
   GroupState& g = t_group;
   const size_t index = g.calls.size() + 1;
-  Status st = comm->impl->check_recorded(call);
+  CollCall checked;
+  Status st = comm->impl->check_recorded(call, &checked);
   if (!st.ok()) {
     st = st.with_context(string_printf("%s recorded as call %zu of a group: ", coll_name(call.coll), index));
     if (g.error.ok()) {
@@ -45,7 +46,7 @@ Status group_record(collx_comm_t comm, const CollCall& call, collx_request_t* re
     }
     return st;
   }
-  GroupCall recorded{comm->impl, call, nullptr};
+  GroupCall recorded{comm->impl, std::move(checked), nullptr};
   if (request) recorded.request = std::make_shared<RequestImpl>(comm->impl, /*is_p2p=*/false);
   g.calls.push_back(recorded);
   if (request) *request = new collx_request_s{recorded.request};

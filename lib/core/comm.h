@@ -139,7 +139,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   // Grouped calls (comm_group.cc): the check of a call recorded inside a group (arguments,
   // health), made when it is recorded so a bad argument is reported by the call itself.
-  Status check_recorded(const CollCall& call) const;
+  // *recorded = the call to keep: its memory kind resolved (COLLX_MEM_AUTO detected once).
+  Status check_recorded(const CollCall& call, CollCall* recorded) const;
 
   // Any thread, never blocks.
   void abort();

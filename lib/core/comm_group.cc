@@ -54,13 +54,18 @@ uint64_t member_counts_hash(const std::vector<size_t>& counts) {
 
 Status group_fuse_bytes(uint64_t* out) { return setting_size(SettingId::GROUP_FUSE_BYTES, out); }
 
-Status Communicator::check_recorded(const CollCall& call) const {
+Status Communicator::check_recorded(const CollCall& call, CollCall* recorded) const {
   LogRankScope log_rank(rank_);
   if (failed_.load(std::memory_order_acquire)) return unusable();
+  *recorded = call;
   if (is_p2p(call)) return validate(call);
   CollCall checked;
   COLLX_RETURN_IF_ERROR(device_check(call, &checked));
-  return validate(checked);
+  COLLX_RETURN_IF_ERROR(validate(checked));
+  // Detect the memory kind once: planning and running the group would ask again per call
+  // (a CUDA driver probe each time where none is loaded).
+  if (call.mem_kind == COLLX_MEM_AUTO && !device_buffers(call)) recorded->mem_kind = COLLX_MEM_HOST;
+  return Status::Ok();
 }
 
 // The calls of one communicator in a closed group.
