@@ -32,10 +32,6 @@ enum class SettingType { kInt, kSize, kString, kBool, kSecret };
   X(TUNE_FILE, kString, "",                                                                        \
     "Cost-model constants measured by 'collx-bench --tune FILE'; empty = built-in defaults.")     \
   X(CHUNK_SIZE, kSize, "512K", "Pipeline chunk of ring and tree algorithms, in bytes.")           \
-  X(GROUP_FUSE_BYTES, kSize, "64K",                                                                \
-    "Inside collx_group_start/end, all-reduces of at most this many bytes with the same datatype, " \
-    "op and algorithm are packed into one message of at most this size; 0 = no fusion. Every "     \
-    "rank must use the same value (docs/groups.md).")                                               \
   X(SOCKET_IFNAME, kString, "",                                                                    \
     "Network interfaces for TCP: prefixes separated by ',' ('^' excludes, '=' matches exactly); " \
     "empty = the interface that routes to the store.")                                            \
@@ -72,6 +68,10 @@ enum class SettingType { kInt, kSize, kString, kBool, kSecret };
   X(UNEXPECTED_MAX, kSize, "256M",                                                                 \
     "Bytes of unexpected messages (arrived before their receive was posted) buffered per "        \
     "communicator before collx stops reading from the sender.")                                    \
+  X(GROUP_FUSE_BYTES, kSize, "64K",                                                                \
+    "Inside collx_group_start/end, all-reduces of at most this many bytes with the same datatype, " \
+    "op and algorithm are packed into one message of at most this size; 0 = no fusion. Every "     \
+    "rank must use the same value (docs/groups.md).")                                               \
   X(JOB_TOKEN, kSecret, "",                                                                        \
     "Secret shared by the ranks of one job: every store and TCP transport connection proves it "   \
     "knows it (HMAC-SHA256 challenge-response; needs OpenSSL). At least 16 bytes; never printed. "  \
