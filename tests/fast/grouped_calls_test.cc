@@ -108,7 +108,7 @@ TEST_P(GroupedAllreduce, ManyFusedCallsMatchSeparateCallsBitForBit) {
       for (int k = 0; k < 30; ++k) {
         const collx_op_t op = k % 5 == 0 ? COLLX_AVG : k % 7 == 0 ? COLLX_PREMUL_SUM : k % 3 == 0 ? COLLX_MAX : COLLX_SUM;
         const collx_datatype_t dt = k % 4 == 0 ? COLLX_FLOAT16 : k % 6 == 0 ? COLLX_FLOAT64 : COLLX_FLOAT32;
-        calls.push_back(Call{dt, op, static_cast<size_t>(1 + (k * 37) % 300), k % 2 ? 0.75 : 1.5});
+        calls.push_back(Call{dt, op, static_cast<size_t>(1 + (k * 337) % 1000), k % 2 ? 0.75 : 1.5});
       }
       std::vector<std::vector<char>> send(calls.size()), alone(calls.size()), grouped(calls.size());
       for (size_t k = 0; k < calls.size(); ++k) {
