@@ -317,7 +317,9 @@ std::string usage_text(const char* program) {
          "                 destroy cycles; RSS and open fds before/after; exit 1 when they grow.\n"
          "collx-bench dp|zero [--np N] [--elems N] [--tensors N] [--buckets N] [--iters N] ...:\n"
          "                 a simulated backward pass with gradient buckets (dp: overlap efficiency)\n"
-         "                 or ZeRO stages 1-3 (zero: per-rank memory); collx-bench dp -h for all flags.\n";
+         "                 or ZeRO stages 1-3 (zero: per-rank memory); collx-bench dp -h for all flags.\n"
+         "collx-bench group [--np N] [--group N] [--bytes SIZE] [--iters N] [--rounds N]: 1..N small\n"
+         "                 all-reduces one by one and inside collx_group_start/end (fused), same run.\n";
 }
 
 }  // namespace collx_bench

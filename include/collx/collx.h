@@ -517,6 +517,37 @@ COLLX_API collx_status_t collx_wait(collx_request_t request, int64_t timeout_ms)
  * stay valid until then (a later blocking collective on the communicator ensures it). */
 COLLX_API collx_status_t collx_request_free(collx_request_t request);
 
+/* ---------------------------------------------------------------------------------------
+ * Grouped calls (docs/groups.md), like ncclGroupStart/ncclGroupEnd.
+ *
+ * Between collx_group_start and the matching collx_group_end, the collectives and
+ * send/recv calls this thread makes (blocking and collx_i* forms, on any communicators) are
+ * checked and recorded, not run: a recorded call returns COLLX_OK at once (or its argument
+ * error) and its buffers must stay valid and untouched until collx_group_end returns.
+ * collx_group_end runs them all and returns when all completed:
+ *  - every send and receive is posted nonblocking before anything waits, so any order of
+ *    sends and receives inside the group is deadlock-free;
+ *  - collectives run in recorded order per communicator, except that all-reduces of at most
+ *    COLLX_GROUP_FUSE_BYTES with the same datatype, op and algorithm are packed into one
+ *    message (bit-identical results); every rank must group the same calls in the same order
+ *    (else COLLX_ERR_MISMATCH);
+ *  - calls of one group must not depend on each other's results (no buffer written by one
+ *    and read by another).
+ * Groups nest: only the outermost collx_group_end runs the calls. The group belongs to the
+ * calling thread; other threads' calls are not recorded.
+ * Errors: collx_group_end without a start is COLLX_ERR_INVALID_USAGE. A call refused while
+ * recorded makes collx_group_end fail with that status, naming the call, and run nothing.
+ * Otherwise collx_group_end returns the first failure, naming the call ("call 3 of 5 in the
+ * group ..."); that call's communicator has failed as after a failed collective. The message
+ * is in collx_last_error(NULL) on this thread and in collx_last_error(comm) of that
+ * communicator. collx_wait on a request recorded in the open group is COLLX_ERR_INVALID_USAGE
+ * (collx_test answers "not done"); such requests complete when collx_group_end returns.
+ * Each call ends by its own deadline, counted from the start of collx_group_end.
+ * ------------------------------------------------------------------------------------- */
+
+COLLX_API collx_status_t collx_group_start(void);
+COLLX_API collx_status_t collx_group_end(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

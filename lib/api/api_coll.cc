@@ -1,4 +1,5 @@
 // Collective and point-to-point entry points, blocking and nonblocking, and requests.
+#include "lib/api/group_state.h"  // grouped calls
 #include "lib/api/handles.h"
 
 using namespace collx;
@@ -10,6 +11,7 @@ collx_status_t run_blocking(collx_comm_t comm, const collx_opts_t* opts, CollCal
   return api::guarded(comm, [&]() -> Status {
     if (!comm || !comm->impl) return api::null_handle("comm");
     COLLX_RETURN_IF_ERROR(api::read_opts(opts, &call));
+    if (api::group_open()) return api::group_record(comm, call, nullptr);  // grouped calls
     if (call.coll == COLLX_COLL_SEND || call.coll == COLLX_COLL_RECV) return comm->impl->send_recv(call);
     return comm->impl->run(call);
   });
@@ -22,6 +24,7 @@ collx_status_t run_nonblocking(collx_comm_t comm, const collx_opts_t* opts, Coll
     if (!request) return api::null_handle("request (output)");
     *request = nullptr;
     COLLX_RETURN_IF_ERROR(api::read_opts(opts, &call));
+    if (api::group_open()) return api::group_record(comm, call, request);  // grouped calls
     std::shared_ptr<RequestImpl> impl;
     if (call.coll == COLLX_COLL_SEND || call.coll == COLLX_COLL_RECV) {
       COLLX_RETURN_IF_ERROR(comm->impl->post_p2p(call, &impl));
@@ -218,7 +221,13 @@ collx_status_t collx_wait(collx_request_t request, int64_t timeout_ms) {
     return COLLX_ERR_INVALID_ARG;
   }
   collx_comm_s view{request->impl->comm()};
-  return api::guarded(&view, [&]() -> Status { return request->impl->wait(Deadline::after_ms(timeout_ms)); });
+  return api::guarded(&view, [&]() -> Status {
+    if (api::group_holds(request->impl.get())) {  // grouped calls
+      return Status(COLLX_ERR_INVALID_USAGE, "collx_wait on a request recorded in this thread's open group: it runs "
+                                             "only at collx_group_end, so this wait could never end");
+    }
+    return request->impl->wait(Deadline::after_ms(timeout_ms));
+  });
 }
 
 collx_status_t collx_request_free(collx_request_t request) {

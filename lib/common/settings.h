@@ -74,6 +74,10 @@ enum class SettingType { kInt, kSize, kString, kBool, kSecret };
   X(UNEXPECTED_MAX, kSize, "256M",                                                                 \
     "Bytes of unexpected messages (arrived before their receive was posted) buffered per "        \
     "communicator before collx stops reading from the sender.")                                    \
+  X(GROUP_FUSE_BYTES, kSize, "64K",                                                                \
+    "Inside collx_group_start/end, all-reduces of at most this many bytes with the same datatype, " \
+    "op and algorithm are packed into one message of at most this size; 0 = no fusion. Every "     \
+    "rank must use the same value (docs/groups.md).")                                               \
   X(JOB_TOKEN, kSecret, "",                                                                        \
     "Secret shared by the ranks of one job: every store and TCP transport connection proves it "   \
     "knows it (HMAC-SHA256 challenge-response; needs OpenSSL). At least 16 bytes; never printed. "  \

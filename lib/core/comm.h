@@ -138,6 +138,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status select_algorithm(collx_coll_t coll, size_t count, int32_t datatype, int32_t forced,
                           collx_algorithm_t* out) const;
 
+  // Grouped calls (comm_group.cc): the check of a call recorded inside a group (arguments,
+  // health), made when it is recorded so a bad argument is reported by the call itself.
+  // *recorded = the call to keep: its memory kind resolved (COLLX_MEM_AUTO detected once).
+  Status check_recorded(const CollCall& call, CollCall* recorded) const;
+
   // Any thread, never blocks.
   void abort();
   // Orderly teardown: wait for queued operations, tell peers, close.
@@ -157,6 +162,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
  private:
   Communicator() = default;
   friend class RequestImpl;
+  friend class GroupBatch;  // comm_group.cc: issues a closed group's calls on this communicator
 
   Status init(const JobConfig& job, const CommSettings& settings, std::shared_ptr<Store> store,
               std::string prefix, int rank, int size);

@@ -105,8 +105,14 @@ std::string describe_op(const transport::OpDesc& d) {
   std::string out = p2p ? "send/recv" : coll_name(d.kind);
   if (!p2p) out += string_printf(" #%llu", static_cast<unsigned long long>(d.seq));
   // A v-collective's count field is a hash of its counts array (what ranks must agree on).
-  out += string_printf(d.kind == COLLX_COLL_ALLGATHERV ? " (counts hash %016llx, %s" : " (count %llu, %s",
-                       static_cast<unsigned long long>(d.count), datatype_name(d.datatype));
+  const size_t fused = d.kind == COLLX_COLL_ALLREDUCE ? fused_members(d.root) : 0;
+  if (fused > 0) {
+    out += string_printf(" (%zu calls fused by a group, counts hash %016llx, %s", fused,
+                         static_cast<unsigned long long>(d.count), datatype_name(d.datatype));
+  } else {
+    out += string_printf(d.kind == COLLX_COLL_ALLGATHERV ? " (counts hash %016llx, %s" : " (count %llu, %s",
+                         static_cast<unsigned long long>(d.count), datatype_name(d.datatype));
+  }
   if (reduces) out += string_printf(", %s", op_name(d.op));
   if (rooted) out += string_printf(", root %d", static_cast<int>(d.root));
   if (!p2p) out += string_printf(", %s", algorithm_name(d.algorithm));

@@ -24,4 +24,12 @@ bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll);
 // "allreduce #12 (count 1000, float32, sum, ring)", "send (count 8, int32)", ...
 std::string describe_op(const transport::OpDesc& desc);
 
+// All-reduces fused into one message by a group (comm_group.cc) mark their OpDesc with a
+// root of -2 - members (no collective has such a root) and carry a hash of the member
+// counts as count, so describe_op can say what the message was.
+inline int32_t fused_root(size_t members) {
+  return members > 0x3fffffff ? -0x40000001 : -2 - static_cast<int32_t>(members);
+}
+inline size_t fused_members(int32_t root) { return root <= -2 ? static_cast<size_t>(-2 - static_cast<int64_t>(root)) : 0; }
+
 }  // namespace collx
