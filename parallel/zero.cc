@@ -21,6 +21,7 @@ constexpr size_t kConfigSizeV1 = offsetof(collx_zero_config_t, prefetch_depth);
 void set_defaults(collx_zero_config_t* c) {
   std::memset(c, 0, sizeof(collx_zero_config_t));
   c->size = sizeof(collx_zero_config_t);
+  c->stage = -1;  // no default: the caller chooses
   c->comm_dtype = COLLX_FLOAT32;
   c->optimizer = COLLX_OPT_ADAMW;
   c->lr = 1e-3;
@@ -37,7 +38,7 @@ collx_status_t zero_create_fail(collx_status_t st, const std::string& msg) {
 }
 
 std::string check_config(const collx_zero_config_t& c) {
-  if (c.stage < 0 || c.stage > 3) return "config->stage is " + std::to_string(c.stage) + " (0, 1, 2 or 3)";
+  if (c.stage < 0 || c.stage > 3) return "config->stage is " + std::to_string(c.stage) + " (0, 1, 2 or 3; collx_zero_config_init leaves it unset)";
   if (c.deterministic != 0 && c.deterministic != 1) return "config->deterministic must be 0 or 1";
   if (c.deterministic && c.stage != 2) return "config->deterministic is for stage 2 only";
   if (c.comm_dtype != COLLX_FLOAT32 && c.comm_dtype != COLLX_BFLOAT16 && c.comm_dtype != COLLX_FLOAT16)

@@ -41,7 +41,7 @@ typedef enum collx_optimizer {
 
 typedef struct collx_zero_config {
   size_t size;            /* sizeof(collx_zero_config_t) as compiled by the caller */
-  int32_t stage;          /* 0, 1, 2 or 3 (init sets 0, DDP: set it) */
+  int32_t stage;          /* 0 (DDP), 1, 2 or 3 (no default: init sets -1) */
   int32_t comm_dtype;     /* gradient wire type: COLLX_FLOAT32 (default), COLLX_BFLOAT16 or
                              COLLX_FLOAT16 (accumulation stays float32); stages 1 and 2 */
   int32_t optimizer;      /* collx_optimizer_t; default COLLX_OPT_ADAMW */
