@@ -227,6 +227,62 @@ TEST(ParallelZeroMemory, Stage2AccumulatesMicroStepsWithinTheSummationBound) {
   }
 }
 
+// Rank 0 runs a micro-step alone with a 100 ms deadline: waiting for a slot (two
+// reduce-scatters in flight that rank 1 has not joined) or for the reductions at finish
+// ends with COLLX_ERR_TIMEOUT naming the bucket. Once rank 1 joins, finishing again
+// completes the micro-step on both, and a further step leaves identical replicas.
+TEST(ParallelZeroMemory, Stage2SlotWaitEndsByTheDeadlineAndRecovers) {
+  ThreadRanks ranks(2, 20000);
+  ASSERT_TRUE(ranks.ok()) << ranks.error();
+  collx::testing::Signal rank0_timed_out;
+  PerRank<ZeroModel> params(2);
+  ranks.run([&](int rank, collx_comm_t comm) {
+    collx_layout_t l = make_layout(2, kSizes, kBucket);
+    collx_zero_config_t c = collx::testing::zero_test_config(2);
+    if (rank == 0) c.timeout_ms = 100;
+    collx_zero_t z = nullptr;
+    ASSERT_EQ(collx_zero_create(comm, l, &c, &z), COLLX_OK) << collx_zero_last_error(nullptr);
+    collx::testing::zero_test_load(z, kSizes);
+    ASSERT_EQ(collx_zero_publish(z), COLLX_OK) << collx_zero_last_error(z);
+    auto grad = [&](size_t t, size_t j, int s, int m) { return micro_grad(rank, t, j, s, m); };
+    if (rank == 0) {
+      int timeouts = 0;
+      for (size_t t = kSizes.size(); t-- > 0;) {
+        float* view = nullptr;
+        collx_status_t st = collx_zero_grad_ptr(z, t, &view);
+        if (st == COLLX_OK) view[0] = 1.0f;
+        timeouts += st == COLLX_ERR_TIMEOUT;
+        st = collx_zero_mark_ready(z, t);
+        timeouts += st == COLLX_ERR_TIMEOUT;
+        ASSERT_TRUE(st == COLLX_OK || st == COLLX_ERR_TIMEOUT) << collx_zero_last_error(z);
+      }
+      EXPECT_GT(timeouts, 0) << "a third slot should have waited for rank 1";
+      EXPECT_EQ(collx_zero_finish_grads(z, 100), COLLX_ERR_TIMEOUT);
+      EXPECT_NE(std::string(collx_zero_last_error(z)).find("did not complete within the deadline"), std::string::npos)
+          << collx_zero_last_error(z);
+      rank0_timed_out.raise();
+      ASSERT_EQ(collx_zero_finish_grads(z, 20000), COLLX_OK) << collx_zero_last_error(z);
+    } else {
+      ASSERT_TRUE(rank0_timed_out.wait()) << "rank 0 never returned";
+      collx::testing::zero_test_backward(z, 2, kSizes, 0, 0, grad);
+      ASSERT_EQ(collx_zero_finish_grads(z, -1), COLLX_OK) << collx_zero_last_error(z);
+    }
+    collx::testing::zero_test_grads(z, 2, kSizes, 1, 1, grad);
+    ASSERT_EQ(collx_zero_step(z, 1.0), COLLX_OK) << collx_zero_last_error(z);
+    ASSERT_EQ(collx_zero_publish(z), COLLX_OK) << collx_zero_last_error(z);
+    ZeroModel p(kSizes.size());
+    for (size_t t = 0; t < kSizes.size(); ++t) {
+      float* v = nullptr;
+      ASSERT_EQ(collx_zero_param_ptr(z, t, &v), COLLX_OK);
+      p[t].assign(v, v + kSizes[t]);
+    }
+    params.set(rank, p);
+    collx_zero_destroy(z);
+    collx_layout_destroy(l);
+  });
+  EXPECT_EQ(params[1], params[0]) << "replicas differ after the recovered micro-step";
+}
+
 TEST(ParallelZeroMemory, MemoryQueryRejectsAShortStruct) {
   ThreadRanks ranks(1, 20000);
   ASSERT_TRUE(ranks.ok()) << ranks.error();

@@ -115,16 +115,22 @@ collx_status_t acquire(collx_zero_t z, size_t b, const char* fn) {
   return COLLX_OK;
 }
 
-// Bucket b's reduction: pre-divided by W (as the stage 1 reducer) then a reduce-scatter,
-// or (deterministic) an all-to-all of the owned ranges, summed by the owner later.
-collx_status_t launch(collx_zero_t z, size_t b, const char* fn) {
+// Bucket next_bucket's reduction: pre-divided by W (as the stage 1 reducer) then a
+// reduce-scatter, or (deterministic) an all-to-all of the owned ranges, summed by the
+// owner later. next_bucket moves on only once it is launched: after a failure (a slot
+// not freed by the deadline) the next mark or finish launches it again.
+collx_status_t launch_next(collx_zero_t z, const char* fn) {
+  const size_t b = z->s2.next_bucket;
   collx_status_t st = acquire(z, b, fn);
   if (st != COLLX_OK) return st;
   const size_t si = static_cast<size_t>(z->s2.slot_of[b]);
   collx_zero_s::Slot& s = z->s2.slots[si];
   const size_t padded = s.data.size(), share = padded / static_cast<size_t>(z->size);
-  z->s2.flight.push_back(si);
-  if (!padded) return COLLX_OK;
+  if (!padded) {
+    z->s2.flight.push_back(si);
+    z->s2.next_bucket++;
+    return COLLX_OK;
+  }
   const auto dt = static_cast<collx_datatype_t>(z->config.comm_dtype);
   if (z->config.deterministic) {
     s.gathered.resize(padded);
@@ -143,6 +149,8 @@ collx_status_t launch(collx_zero_t z, size_t b, const char* fn) {
     s.request = nullptr;
     return zero_fail(z, st, std::string(fn) + ": launching " + bucket_name(z, b) + " failed: " + comm_error(z->comm, st));
   }
+  z->s2.flight.push_back(si);
+  z->s2.next_bucket++;
   return COLLX_OK;
 }
 
@@ -150,7 +158,7 @@ collx_status_t launch(collx_zero_t z, size_t b, const char* fn) {
 collx_status_t launch_ready(collx_zero_t z, const char* fn) {
   auto& s2 = z->s2;
   while (s2.next_bucket < s2.pending.size() && s2.pending[s2.next_bucket] == 0) {
-    collx_status_t st = launch(z, s2.next_bucket++, fn);
+    collx_status_t st = launch_next(z, fn);
     if (st != COLLX_OK) return st;
   }
   return COLLX_OK;
@@ -231,7 +239,7 @@ collx_status_t zero2_finish(collx_zero_t z, int64_t timeout_ms) {
   const char* fn = "collx_zero_finish_grads";
   auto& s2 = z->s2;
   collx_status_t st = COLLX_OK;
-  while (st == COLLX_OK && s2.next_bucket < s2.pending.size()) st = launch(z, s2.next_bucket++, fn);
+  while (st == COLLX_OK && s2.next_bucket < s2.pending.size()) st = launch_next(z, fn);
   const Deadline deadline = Deadline::after_ms(timeout_ms < 0 ? z->config.timeout_ms : timeout_ms);
   while (st == COLLX_OK && !s2.flight.empty()) st = complete_oldest(z, true, deadline, fn);
   if (st != COLLX_OK) return st;

@@ -120,7 +120,9 @@ COLLX_API collx_status_t collx_zero_pieces(collx_zero_t z, collx_zero_piece_t* p
  * gradient, then mark; accumulation over micro-steps happens in the shard. Mark in bucket
  * order (the layout's order should follow backward's) to keep few slots: a bucket waits,
  * holding its slot, for every earlier bucket to be launched. At most 2 reduce-scatters are
- * in flight; a slot needed beyond that waits (config.timeout_ms) for the oldest. */
+ * in flight; a slot needed beyond that waits (config.timeout_ms) for the oldest:
+ * COLLX_ERR_TIMEOUT at the deadline (grad_ptr: no view, call again; mark_ready: the mark
+ * counts, the bucket is launched by the next mark or collx_zero_finish_grads). */
 COLLX_API collx_status_t collx_zero_grad_ptr(collx_zero_t z, uint64_t tensor_id, float** grad);
 COLLX_API collx_status_t collx_zero_mark_ready(collx_zero_t z, uint64_t tensor_id);
 /* 1 = the current micro-step is the last of the accumulation window. Stage 1 reduces
