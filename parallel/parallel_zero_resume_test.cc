@@ -65,9 +65,11 @@ enum class Restore { kNone, kPieces, kFull, kPiecesButNotTheStep };
 collx_scaler_t make_scaler() {
   collx_scaler_config_t c;
   collx_scaler_config_init(&c, sizeof c);
-  c.init_scale = 1024;
+  // Grows after every 2 clean steps and backs off at the first overflow, so the state
+  // changes before and after the checkpoint.
   c.window = 2;
   c.hysteresis = 1;
+  c.init_scale = 512;
   collx_scaler_t s = nullptr;
   EXPECT_EQ(collx_scaler_create(&c, &s), COLLX_OK) << collx_scaler_last_error(nullptr);
   return s;

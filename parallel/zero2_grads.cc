@@ -5,7 +5,7 @@
 // kMaxInFlight reductions run at once; a bucket that needs a slot beyond that waits for
 // the oldest. Held: the shard plus the slots (two or three with marks in bucket order).
 #include <algorithm>
-#include <climits>
+#include <cstdint>
 
 #include "lib/common/deadline.h"
 #include "parallel/low_precision.h"

@@ -241,10 +241,10 @@ COLLX_API collx_status_t collx_zero_get_lr(collx_zero_t z, double* lr);
  * the figures are what is held, not an estimate), now and at the high-water mark since
  * creation. params: the full parameter view (stages 0-2) or the gathered copies (stage 3);
  * grads: the float32 gradient shard plus the full bucketed buffer (stages 0, 1), the bucket
- * slots (stage 2) or the padded copy of collx_zero3_reduce_grad (stage 3, transient);
- * optimizer: the float32 master and the moments; comm: wire copies (16-bit staging, stage
- * 2 deterministic receive buffers are in grads, stage 3 gather buffers). Bookkeeping (ids,
- * maps) is not counted. */
+ * slots with their deterministic receive buffers (stage 2) or the padded copy made by
+ * collx_zero3_reduce_grad (stage 3, transient); optimizer: the float32 master and the
+ * moments; comm: wire copies (16-bit staging, stage 3 gather buffers). Bookkeeping (ids,
+ * maps) is not counted, nor the engine's own buffers. */
 typedef struct collx_zero_memory {
   size_t size; /* sizeof(collx_zero_memory_t), set by the caller */
   size_t params, grads, optimizer, comm, total;
