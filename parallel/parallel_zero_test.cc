@@ -322,7 +322,7 @@ TEST(ParallelZero, Stage3GathersUnderTheLiveLimit) {
     EXPECT_EQ(live, 102u);
     EXPECT_EQ(peak, 202u);
     EXPECT_EQ(collx_zero_mark_ready(z, 0), COLLX_ERR_INVALID_USAGE);
-    EXPECT_NE(std::string(collx_zero_last_error(z)).find("stages 1 and 2 only"), std::string::npos);
+    EXPECT_NE(std::string(collx_zero_last_error(z)).find("stages 0, 1 and 2 only"), std::string::npos);
     collx_zero_destroy(z);
     collx_layout_destroy(l);
   });
@@ -368,9 +368,13 @@ TEST(ParallelZero, CreateNamesTheBadArgument) {
     collx_zero_t z = nullptr;
     EXPECT_EQ(collx_zero_create(comm, flat, &c, &z), COLLX_ERR_INVALID_ARG);
     EXPECT_NE(std::string(collx_zero_last_error(nullptr)).find("COLLX_PART_PER_TENSOR"), std::string::npos);
-    c.stage = 0;
+    collx_zero_config_t unset;
+    ASSERT_EQ(collx_zero_config_init(&unset, sizeof unset), COLLX_OK);
+    EXPECT_EQ(collx_zero_create(comm, flat, &unset, &z), COLLX_ERR_INVALID_ARG) << "stage left unset";
+    EXPECT_NE(std::string(collx_zero_last_error(nullptr)).find("stage is -1"), std::string::npos);
+    c.stage = 4;
     EXPECT_EQ(collx_zero_create(comm, flat, &c, &z), COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_zero_last_error(nullptr)).find("stage is 0"), std::string::npos);
+    EXPECT_NE(std::string(collx_zero_last_error(nullptr)).find("stage is 4"), std::string::npos);
     c = zero_config(1, COLLX_OPT_NONE);
     ASSERT_EQ(collx_zero_create(comm, flat, &c, &z), COLLX_OK);
     EXPECT_EQ(collx_zero_step(z, 1.0), COLLX_ERR_INVALID_USAGE);

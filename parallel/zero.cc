@@ -1,5 +1,5 @@
-// ZeRO: configuration, creation (owned segments, shard buffers), loading parameters,
-// views, checkpoint pieces, the shard norm and full-tensor consolidation.
+// ZeRO: configuration, creation (owned segments, shard buffers), views, checkpoint pieces
+// and the shard norm. Loading and exporting state is zero_state.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -21,6 +21,7 @@ constexpr size_t kConfigSizeV1 = offsetof(collx_zero_config_t, prefetch_depth);
 void set_defaults(collx_zero_config_t* c) {
   std::memset(c, 0, sizeof(collx_zero_config_t));
   c->size = sizeof(collx_zero_config_t);
+  c->stage = -1;  // no default: the caller chooses
   c->comm_dtype = COLLX_FLOAT32;
   c->optimizer = COLLX_OPT_ADAMW;
   c->lr = 1e-3;
@@ -37,7 +38,9 @@ collx_status_t zero_create_fail(collx_status_t st, const std::string& msg) {
 }
 
 std::string check_config(const collx_zero_config_t& c) {
-  if (c.stage < 1 || c.stage > 3) return "config->stage is " + std::to_string(c.stage) + " (1, 2 or 3)";
+  if (c.stage < 0 || c.stage > 3) return "config->stage is " + std::to_string(c.stage) + " (0, 1, 2 or 3; collx_zero_config_init leaves it unset)";
+  if (c.deterministic != 0 && c.deterministic != 1) return "config->deterministic must be 0 or 1";
+  if (c.deterministic && c.stage != 2) return "config->deterministic is for stage 2 only";
   if (c.comm_dtype != COLLX_FLOAT32 && c.comm_dtype != COLLX_BFLOAT16 && c.comm_dtype != COLLX_FLOAT16)
     return "config->comm_dtype must be COLLX_FLOAT32, COLLX_BFLOAT16 or COLLX_FLOAT16";
   if (c.optimizer < COLLX_OPT_NONE || c.optimizer > COLLX_OPT_ADAMW)
@@ -63,7 +66,8 @@ std::string check_layout(collx_layout_t l, int32_t size, int32_t stage) {
   return why;
 }
 
-// The owned segments: one owner range per bucket (FLAT), one chunk per tensor (PER_TENSOR).
+// The owned segments: one owner range per bucket (FLAT), one chunk per tensor (PER_TENSOR),
+// every whole bucket (stage 0).
 void plan_segments(collx_zero_t z) {
   const collx_layout_t l = z->layout;
   const size_t w = static_cast<size_t>(z->size), r = static_cast<size_t>(z->rank);
@@ -78,6 +82,12 @@ void plan_segments(collx_zero_t z) {
       z->tensor_segment.push_back(i);
       add(l->tensors[i].offset, l->tensors[i].padded);
     }
+  } else if (z->config.stage == 0) {
+    for (const auto& b : l->buckets) {
+      z->segments.push_back({b.start, shard, b.padded});
+      shard += b.padded;
+    }
+    for (const auto& t : l->tensors) z->tensor_segment.push_back(t.bucket);
   } else {
     for (const auto& b : l->buckets) add(b.start, b.padded);
     for (const auto& t : l->tensors) z->tensor_segment.push_back(t.bucket);
@@ -118,68 +128,36 @@ collx_status_t create(collx_comm_t comm, collx_layout_t layout, const collx_zero
   z->grad.assign(z->shard_count, 0.0f);
   if (config->optimizer != COLLX_OPT_NONE) z->exp_avg.assign(z->shard_count, 0.0f);
   if (config->optimizer == COLLX_OPT_ADAMW) z->exp_avg_sq.assign(z->shard_count, 0.0f);
-  if (config->stage < 3) {
-    z->params.assign(layout->total, 0.0f);
+  if (config->stage < 3) z->params.assign(layout->total, 0.0f);
+  if (config->stage == 2) zero2_init(z.get());
+  if (config->stage < 2) {
+    z->grad_buffer.assign(layout->total, 0.0f);
     collx_dp_config_t dc;
     collx_dp_config_init(&dc, sizeof dc);
-    dc.mode = COLLX_DP_REDUCE_SCATTER;
+    dc.mode = config->stage == 0 ? COLLX_DP_ALLREDUCE : COLLX_DP_REDUCE_SCATTER;
     dc.comm_dtype = config->comm_dtype;
     dc.timeout_ms = config->timeout_ms;
-    st = collx_dp_create(comm, layout, &dc, nullptr, &z->dp);
+    st = collx_dp_create(comm, layout, &dc, z->grad_buffer.data(), &z->dp);
     if (st != COLLX_OK) return zero_create_fail(st, collx_dp_last_error(nullptr));
   }
   *out = z.release();
   return COLLX_OK;
 }
 
-collx_status_t load(collx_zero_t z, uint64_t id, size_t toff, size_t count, const float* values) {
-  size_t pos = 0;
-  collx_status_t st = zero_find(z, id, "collx_zero_load", &pos);
-  if (st != COLLX_OK) return st;
-  const auto& t = z->layout->tensors[pos];
-  if (toff > t.numel || count > t.numel - toff)
-    return zero_fail(z, COLLX_ERR_INVALID_ARG,
-                     "collx_zero_load: elements [" + std::to_string(toff) + ", " + std::to_string(toff + count) +
-                         ") are outside tensor " + std::to_string(id) + " of " + std::to_string(t.numel));
-  if (!values && count) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_load: values is NULL");
-  size_t own_off = 0, boff = 0, n = 0;
-  collx_layout_tensor_shard(z->layout, id, z->rank, &own_off, &boff, &n);
-  const size_t lo = std::max(own_off, toff), hi = std::min(own_off + n, toff + count);
-  for (size_t i = lo; i < hi; ++i) z->master[zero_shard_offset(z, pos, boff + (i - own_off))] = values[i - toff];
-  if (!z->params.empty()) std::copy(values, values + count, z->params.begin() + static_cast<long>(t.offset + toff));
-  return COLLX_OK;
-}
-
+// Stage 0 keeps the whole gradient on every rank: only dp rank 0 counts it, so that the
+// sum over DP is the norm, as for the sharded stages.
 collx_status_t norm_sq(collx_zero_t z, int32_t tp_rank, int32_t shared, double* out) {
   double s = 0;
-  for (size_t pos = 0; pos < z->layout->tensors.size(); ++pos) {
+  for (size_t pos = 0; pos < z->layout->tensors.size() && (z->config.stage || !z->rank); ++pos) {
     const auto& t = z->layout->tensors[pos];
     if (!counts_in_norm(t.flags, tp_rank, shared)) continue;
     size_t own_off = 0, boff = 0, n = 0;
-    collx_layout_tensor_shard(z->layout, t.id, z->rank, &own_off, &boff, &n);
+    zero_owned(z, pos, &own_off, &boff, &n);
     if (!n) continue;
     const float* g = z->grad.data() + zero_shard_offset(z, pos, boff);
     for (size_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
   }
   *out = s;
-  return COLLX_OK;
-}
-
-// Every rank contributes its owned part into a zeroed tensor; a SUM all-reduce adds only
-// zeros to each element, so the result is exact.
-collx_status_t full_tensor(collx_zero_t z, uint64_t id, float* out) {
-  size_t pos = 0;
-  collx_status_t st = zero_find(z, id, "collx_zero_full_tensor", &pos);
-  if (st != COLLX_OK) return st;
-  const size_t numel = z->layout->tensors[pos].numel;
-  if (!numel) return COLLX_OK;
-  if (!out) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_full_tensor: out is NULL");
-  std::fill(out, out + numel, 0.0f);
-  size_t own_off = 0, boff = 0, n = 0;
-  collx_layout_tensor_shard(z->layout, id, z->rank, &own_off, &boff, &n);
-  if (n) std::copy_n(z->master.data() + zero_shard_offset(z, pos, boff), n, out + own_off);
-  st = collx_allreduce(out, out, numel, COLLX_FLOAT32, COLLX_SUM, z->comm, nullptr);
-  if (st != COLLX_OK) return zero_fail(z, st, "collx_zero_full_tensor: " + comm_error(z->comm, st));
   return COLLX_OK;
 }
 
@@ -196,6 +174,17 @@ collx_status_t zero_find(collx_zero_t z, uint64_t id, const char* fn, size_t* po
     return zero_fail(z, COLLX_ERR_INVALID_ARG, std::string(fn) + ": tensor " + std::to_string(id) + " is not in the layout");
   *pos = it->second;
   return COLLX_OK;
+}
+
+void zero_owned(collx_zero_t z, size_t pos, size_t* own_off, size_t* boff, size_t* n) {
+  const auto& t = z->layout->tensors[pos];
+  if (z->config.stage == 0) {
+    *own_off = 0;
+    *boff = t.offset;
+    *n = t.numel;
+    return;
+  }
+  collx_layout_tensor_shard(z->layout, t.id, z->rank, own_off, boff, n);
 }
 
 size_t zero_shard_offset(collx_zero_t z, size_t pos, size_t boff) {
@@ -240,14 +229,10 @@ COLLX_API collx_status_t collx_zero_destroy(collx_zero_t z) {
     collx_wait(g.request, -1);
     collx_request_free(g.request);
   }
+  zero2_drain(z);
   collx_dp_destroy(z->dp);
   delete z;
   return COLLX_OK;
-}
-
-COLLX_API collx_status_t collx_zero_load(collx_zero_t z, uint64_t tensor_id, size_t tensor_offset, size_t count,
-                                         const float* values) {
-  return zero_call(z, "collx_zero_load", [&] { return load(z, tensor_id, tensor_offset, count, values); });
 }
 
 COLLX_API collx_status_t collx_zero_param_ptr(collx_zero_t z, uint64_t tensor_id, float** param) {
@@ -285,7 +270,7 @@ COLLX_API collx_status_t collx_zero_pieces(collx_zero_t z, collx_zero_piece_t* p
   for (size_t pos = 0; pos < z->layout->tensors.size(); ++pos) {
     const auto& t = z->layout->tensors[pos];
     size_t own_off = 0, boff = 0, cnt = 0;
-    collx_layout_tensor_shard(z->layout, t.id, z->rank, &own_off, &boff, &cnt);
+    zero_owned(z, pos, &own_off, &boff, &cnt);
     if (!cnt) continue;
     if (pieces && k < cap) pieces[k] = {t.id, own_off, zero_shard_offset(z, pos, boff), cnt};
     ++k;
@@ -298,10 +283,6 @@ COLLX_API collx_status_t collx_zero_grad_norm_sq(collx_zero_t z, int32_t tp_rank
                                                  double* sumsq) {
   if (!z || !sumsq) return COLLX_ERR_INVALID_ARG;
   return zero_call(z, "collx_zero_grad_norm_sq", [&] { return norm_sq(z, tp_rank, count_shared, sumsq); });
-}
-
-COLLX_API collx_status_t collx_zero_full_tensor(collx_zero_t z, uint64_t tensor_id, float* out) {
-  return zero_call(z, "collx_zero_full_tensor", [&] { return full_tensor(z, tensor_id, out); });
 }
 
 COLLX_API const char* collx_zero_last_error(collx_zero_t z) {

@@ -48,7 +48,8 @@ void unpack(collx_zero_t z, const collx_zero_s::Gather& g) {
   for (uint64_t id : g.ids) {
     const size_t pos = z->layout->index.at(id);
     const size_t chunk = zero_chunk(z, pos);
-    std::vector<float> full(z->layout->tensors[pos].padded);
+    collx_zero_s::Floats full = z->counted(ZeroMem::kParams);
+    full.resize(z->layout->tensors[pos].padded);
     for (size_t r = 0; r < static_cast<size_t>(z->size); ++r)
       std::copy_n(g.recv.data() + r * block + off, chunk, full.data() + r * chunk);
     z->gathered[id] = std::move(full);
@@ -123,6 +124,8 @@ bool zero3_in_flight(collx_zero_t z, uint64_t id) {
 collx_status_t zero3_launch(collx_zero_t z, std::vector<uint64_t> ids, size_t elems) {
   if (ids.empty()) return COLLX_OK;
   collx_zero_s::Gather g;
+  g.send = z->counted(ZeroMem::kComm);
+  g.recv = z->counted(ZeroMem::kComm);
   g.ids = std::move(ids);
   for (uint64_t id : g.ids) {
     const size_t pos = z->layout->index.at(id);

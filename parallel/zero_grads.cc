@@ -1,5 +1,6 @@
-// ZeRO gradients: stages 1 and 2 reduce-scatter the bucketed buffer through a reducer and
-// add the owned ranges into the float32 shard; stage 3 reduce-scatters each full gradient.
+// ZeRO gradients: stages 0 and 1 reduce the full bucketed buffer through a reducer and add
+// the owned ranges into the float32 shard; stage 2 is zero2_grads.cc; stage 3
+// reduce-scatters each full gradient.
 #include <algorithm>
 
 #include "parallel/zero_internal.h"
@@ -11,7 +12,7 @@ namespace {
 collx_status_t need_stage(collx_zero_t z, bool stage3, const char* fn) {
   if ((z->config.stage == 3) == stage3) return COLLX_OK;
   return zero_fail(z, COLLX_ERR_INVALID_USAGE,
-                   std::string(fn) + (stage3 ? " is for stage 3 only" : " is for stages 1 and 2 only") +
+                   std::string(fn) + (stage3 ? " is for stage 3 only" : " is for stages 0, 1 and 2 only") +
                        " (this handle is stage " + std::to_string(z->config.stage) + ")");
 }
 
@@ -22,7 +23,8 @@ collx_status_t from_dp(collx_zero_t z, collx_status_t st) {
 
 collx_status_t finish_grads(collx_zero_t z, int64_t timeout_ms) {
   if (z->config.stage == 3) return COLLX_OK;
-  const bool reduce = z->config.stage == 2 || z->boundary;
+  if (z->config.stage == 2) return zero2_finish(z, timeout_ms);
+  const bool reduce = z->boundary;
   collx_status_t st = collx_dp_finish(z->dp, timeout_ms);
   if (st != COLLX_OK) return from_dp(z, st);
   if (!reduce) return COLLX_OK;
@@ -42,7 +44,8 @@ collx_status_t reduce_grad(collx_zero_t z, uint64_t id, const float* full) {
   if (!full && t.numel) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero3_reduce_grad: full_grad is NULL");
   const size_t chunk = zero_chunk(z, pos);
   if (!chunk) return COLLX_OK;
-  std::vector<float> tmp(t.padded, 0.0f);
+  collx_zero_s::Floats tmp = z->counted(ZeroMem::kGrads);
+  tmp.assign(t.padded, 0.0f);
   const float inv_w = 1.0f / static_cast<float>(z->size);
   for (size_t i = 0; i < t.numel; ++i) tmp[i] = z->size == 1 ? full[i] : full[i] * inv_w;
   float* mine = tmp.data() + static_cast<size_t>(z->rank) * chunk;
@@ -65,14 +68,16 @@ extern "C" {
 COLLX_API collx_status_t collx_zero_grad_ptr(collx_zero_t z, uint64_t tensor_id, float** grad) {
   return zero_call(z, "collx_zero_grad_ptr", [&] {
     collx_status_t st = need_stage(z, false, "collx_zero_grad_ptr");
-    return st != COLLX_OK ? st : from_dp(z, collx_dp_grad_ptr(z->dp, tensor_id, grad));
+    if (st != COLLX_OK) return st;
+    return z->config.stage == 2 ? zero2_grad_ptr(z, tensor_id, grad) : from_dp(z, collx_dp_grad_ptr(z->dp, tensor_id, grad));
   });
 }
 
 COLLX_API collx_status_t collx_zero_mark_ready(collx_zero_t z, uint64_t tensor_id) {
   return zero_call(z, "collx_zero_mark_ready", [&] {
     collx_status_t st = need_stage(z, false, "collx_zero_mark_ready");
-    return st != COLLX_OK ? st : from_dp(z, collx_dp_mark_ready(z->dp, tensor_id));
+    if (st != COLLX_OK) return st;
+    return z->config.stage == 2 ? zero2_mark(z, tensor_id) : from_dp(z, collx_dp_mark_ready(z->dp, tensor_id));
   });
 }
 
@@ -80,10 +85,8 @@ COLLX_API collx_status_t collx_zero_set_boundary(collx_zero_t z, int32_t is_last
   if (!z) return COLLX_ERR_INVALID_ARG;
   if (is_last_microbatch != 0 && is_last_microbatch != 1)
     return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_set_boundary: is_last_microbatch must be 0 or 1");
-  if (z->dp) {
-    // Stage 1 communicates at the boundary only; stage 2 every micro-step.
-    const int32_t sync = z->config.stage == 2 ? 1 : is_last_microbatch;
-    collx_status_t st = collx_dp_set_sync(z->dp, sync);
+  if (z->dp) {  // stages 0, 1 communicate at the boundary only; stage 2 every micro-step
+    collx_status_t st = collx_dp_set_sync(z->dp, is_last_microbatch);
     if (st != COLLX_OK) return from_dp(z, st);
   }
   z->boundary = is_last_microbatch == 1;

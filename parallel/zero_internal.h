@@ -1,7 +1,9 @@
 // Internals of ZeRO (collx_zero_*): the owned segments of the layout, the shard buffers,
-// the stage 1/2 reducer and the stage 3 gathered copies.
+// the stage 0/1 reducer, the stage 2 bucket slots and the stage 3 gathered copies. Every
+// element buffer is allocated on the handle's memory account (zero_memory.h).
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -9,8 +11,14 @@
 #include <vector>
 
 #include "parallel/dp_internal.h"
+#include "parallel/zero_memory.h"
 
 struct collx_zero_s {
+  using Mem = collx::parallel::ZeroMem;
+  using Floats = collx::parallel::CountedVec<float>;
+  // Declared first: the buffers below return their bytes to it when they go.
+  collx::parallel::ZeroMemAccount mem;
+  Floats counted(Mem category) { return Floats(collx::parallel::CountedAlloc<float>(&mem, category)); }
   // One contiguous owned range of the buffer space and where it sits in the shard: an
   // owner range per bucket (FLAT) or chunk `rank` of a padded tensor (PER_TENSOR).
   struct Segment {
@@ -21,8 +29,8 @@ struct collx_zero_s {
   // A coalesced stage-3 all-gather in flight: the ids (sorted), rank-major chunks.
   struct Gather {
     std::vector<uint64_t> ids;
-    std::vector<float> send;
-    std::vector<float> recv;
+    Floats send;
+    Floats recv;
     collx_request_t request = nullptr;
   };
   collx_comm_t comm = nullptr;
@@ -33,14 +41,40 @@ struct collx_zero_s {
   std::vector<Segment> segments;
   std::vector<size_t> tensor_segment;  // per layout tensor (registration order)
   size_t shard_count = 0;
-  std::vector<float> master, grad, exp_avg, exp_avg_sq;
+  Floats master = counted(Mem::kOptim);
+  Floats grad = counted(Mem::kGrads);
+  Floats exp_avg = counted(Mem::kOptim);
+  Floats exp_avg_sq = counted(Mem::kOptim);
   int64_t steps = 0;
-  // Stages 1 and 2.
-  std::vector<float> params;  // full parameters, in buffer space
-  collx_dp_t dp = nullptr;    // reduce-scatter of the full gradient buffer
+  // Stages 0, 1 and 2.
+  Floats params = counted(Mem::kParams);  // full parameters, in buffer space
+  // Stages 0 and 1: the full bucketed gradient buffer and its reducer (all-reduce for
+  // stage 0, reduce-scatter for stage 1).
+  Floats grad_buffer = counted(Mem::kGrads);
+  collx_dp_t dp = nullptr;
   bool boundary = true;
+  // Stage 2 (zero2_grads.cc): each bucket gets a slot from a pool while it is filled and
+  // reduced; the owned range is then added into `grad` and the slot reused.
+  struct Slot {
+    size_t bucket = 0;
+    Floats data;                                    // the bucket's gradients (padded)
+    collx::parallel::CountedVec<uint16_t> wire;     // 16-bit wire copy
+    Floats gathered;                                // deterministic: every rank's owned range
+    collx_request_t request = nullptr;
+  };
+  struct Stage2 {
+    std::vector<size_t> pending;  // per bucket: tensors not marked in this micro-step
+    std::vector<char> marked;     // per tensor (registration order)
+    std::vector<long> slot_of;    // per bucket: its slot, or -1
+    std::vector<Slot> slots;      // the pool (every slot ever made)
+    std::vector<size_t> idle;     // slots free for the next bucket
+    std::deque<size_t> flight;    // slots launched, in launch order
+    size_t next_bucket = 0;       // buckets launch strictly in index order
+    size_t marks = 0;
+    size_t slot_elems = 0;        // the largest padded bucket
+  } s2;
   // Stage 3.
-  std::map<uint64_t, std::vector<float>> gathered;  // id -> padded full tensor
+  std::map<uint64_t, Floats> gathered;  // id -> padded full tensor
   std::vector<Gather> in_flight;
   size_t live = 0;
   size_t peak = 0;
@@ -62,6 +96,9 @@ namespace parallel {
 collx_status_t zero_fail(collx_zero_t z, collx_status_t st, const std::string& msg);
 // Position of the tensor in the layout, or an INVALID_ARG naming it (fn: the caller).
 collx_status_t zero_find(collx_zero_t z, uint64_t id, const char* fn, size_t* pos);
+// The part of tensor `pos` this rank keeps: elements [*own_off, +*n) at buffer offset
+// *boff (stage 0: the whole tensor; otherwise the layout's owner range).
+void zero_owned(collx_zero_t z, size_t pos, size_t* own_off, size_t* boff, size_t* n);
 // Shard offset of buffer offset `boff` inside the segment of tensor `pos`.
 size_t zero_shard_offset(collx_zero_t z, size_t pos, size_t boff);
 // Elements of one stage-3 chunk of tensor `pos` (padded numel / dp).
@@ -81,6 +118,14 @@ bool zero3_over_limit(collx_zero_t z, size_t elems);
 collx_status_t zero3_fetch_unplanned(collx_zero_t z, const uint64_t* ids, size_t n);
 // Drops a gathered full copy and its live elements.
 void zero3_drop(collx_zero_t z, uint64_t id);
+
+// Stage 2 (zero2_grads.cc): sizes the per-bucket state; the gradient view of a tensor in
+// its bucket's slot; marks; end of the micro-step; waits for what is in flight (destroy).
+void zero2_init(collx_zero_t z);
+collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, float** grad);
+collx_status_t zero2_mark(collx_zero_t z, uint64_t id);
+collx_status_t zero2_finish(collx_zero_t z, int64_t timeout_ms);
+void zero2_drain(collx_zero_t z);
 
 // The plan (zero3_plan.cc). A fetch of the sorted `ids`: hits and misses, then the order
 // is followed, or recorded, or dropped and recorded again.

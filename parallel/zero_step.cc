@@ -59,7 +59,7 @@ collx_status_t step(collx_zero_t z, double grad_scale) {
 }
 
 // Stages 1, 2: owned slice of each bucket from the master, then one in-place all-gather
-// per bucket (launched together, waited together).
+// per bucket (launched together, waited together). Stage 0: the copy only.
 collx_status_t publish_flat(collx_zero_t z) {
   std::vector<collx_request_t> reqs;
   collx_status_t st = COLLX_OK;
@@ -67,6 +67,7 @@ collx_status_t publish_flat(collx_zero_t z) {
     const auto& seg = z->segments[b];
     if (!seg.count) continue;
     std::copy_n(z->master.data() + seg.shard_offset, seg.count, z->params.data() + seg.buffer_offset);
+    if (z->config.stage == 0) continue;  // every rank holds the whole model
     collx_request_t r = nullptr;
     st = collx_iallgather(z->params.data() + seg.buffer_offset, z->params.data() + z->layout->buckets[b].start,
                           seg.count, COLLX_FLOAT32, z->comm, nullptr, &r);

@@ -4,11 +4,15 @@
  * Each dp rank owns a shard of the model: the float32 master copy of its share of the
  * parameters, the reduced gradients of that share, and the optimizer state (built-in SGD
  * or AdamW, or the engine's own optimizer on collx_zero_shard).
+ *  - stage 0 (COLLX_PART_FLAT layout): no sharding, DDP with the built-in optimizer: every
+ *    rank keeps everything; gradients are all-reduced at the accumulation boundary;
  *  - stage 1 (COLLX_PART_FLAT layout): full parameters and a full bucketed gradient
  *    buffer; gradients accumulate locally and are reduce-scattered into the shard at the
  *    accumulation boundary only;
- *  - stage 2 (FLAT): the same buffers, but every micro-step reduce-scatters and adds the
- *    owned range into the float32 gradient shard (no_sync does not exist here);
+ *  - stage 2 (FLAT): full parameters, but no full gradient buffer: a bucket gets a slot
+ *    from a small pool while it is filled, is reduce-scattered as soon as its tensors are
+ *    marked (every micro-step; no_sync does not exist here), its owned range is added into
+ *    the float32 gradient shard and the slot is reused;
  *  - stage 3 (COLLX_PART_PER_TENSOR layout): only shards are kept; full tensors are
  *    gathered on demand (collx_zero3_fetch / _prefetch / _release) under a live-element
  *    limit, ahead of use by a prefetch plan recorded on the first step (prefetch_depth),
@@ -37,7 +41,7 @@ typedef enum collx_optimizer {
 
 typedef struct collx_zero_config {
   size_t size;            /* sizeof(collx_zero_config_t) as compiled by the caller */
-  int32_t stage;          /* 1, 2 or 3 (no default: init sets 0) */
+  int32_t stage;          /* 0 (DDP), 1, 2 or 3 (no default: init sets -1) */
   int32_t comm_dtype;     /* gradient wire type: COLLX_FLOAT32 (default), COLLX_BFLOAT16 or
                              COLLX_FLOAT16 (accumulation stays float32); stages 1 and 2 */
   int32_t optimizer;      /* collx_optimizer_t; default COLLX_OPT_ADAMW */
@@ -57,6 +61,13 @@ typedef struct collx_zero_config {
   /* Stage 3: bytes (float32, padded) of plan prefetches gathered or in flight but not
    * fetched yet, at most; 0 = no budget but max_live_elems. Default 64 MiB. */
   size_t prefetch_bytes;
+  /* Stage 2: 1 = reduce each bucket in a fixed order that does not depend on the dp size:
+   * an all-to-all of the owned ranges, then the owner adds the W contributions as a
+   * pairwise tree in rank order ((r0 + r1) + (r2 + r3)) and divides by W after the sum.
+   * A run at dp W/2 whose ranks each hold the sum of two dp-W ranks' gradients then
+   * reduces bit-identically (exact resume across dp sizes; W a power of two). Costs one
+   * more bucket of memory per slot in flight. 0 (default) = collx_ireduce_scatter. */
+  int32_t deterministic;
 } collx_zero_config_t;
 
 /* One owned piece of one tensor, padding excluded: elements [tensor_offset,
@@ -73,7 +84,7 @@ typedef struct collx_zero_piece {
 COLLX_API collx_status_t collx_zero_config_init(collx_zero_config_t* config, size_t size);
 
 /* A ZeRO handle over `layout` (finalized, dp_size = size of dp_comm, float32 tensors;
- * FLAT for stages 1 and 2, PER_TENSOR for stage 3). Borrows layout and dp_comm; owns every
+ * FLAT for stages 0, 1 and 2, PER_TENSOR for stage 3). Borrows layout and dp_comm; owns every
  * buffer. Parameters start at zero: load them with collx_zero_load, then publish. Local. */
 COLLX_API collx_status_t collx_zero_create(collx_comm_t dp_comm, collx_layout_t layout,
                                            const collx_zero_config_t* config, collx_zero_t* z);
@@ -101,15 +112,26 @@ COLLX_API collx_status_t collx_zero_shard(collx_zero_t z, float** master, float*
 COLLX_API collx_status_t collx_zero_pieces(collx_zero_t z, collx_zero_piece_t* pieces, size_t cap,
                                            size_t* n);
 
-/* Stages 1, 2: the gradient view of a tensor in the full bucketed buffer, and its mark
- * (as collx_dp_grad_ptr / collx_dp_mark_ready; marking twice is an error). */
+/* Stages 0, 1, 2: the gradient view of a tensor, and its mark (as collx_dp_grad_ptr /
+ * collx_dp_mark_ready; marking twice is an error). Stages 0, 1: the view is in the full
+ * bucketed buffer and stays valid. Stage 2: the view is in its bucket's slot, zeroed when
+ * the bucket's first view or mark of the micro-step takes the slot, and valid until the
+ * tensor is marked (after it: COLLX_ERR_INVALID_USAGE). Write (or add) the micro-step's
+ * gradient, then mark; accumulation over micro-steps happens in the shard. Mark in bucket
+ * order (the layout's order should follow backward's) to keep few slots: a bucket waits,
+ * holding its slot, for every earlier bucket to be launched. At most 2 reduce-scatters are
+ * in flight; a slot needed beyond that waits (config.timeout_ms) for the oldest:
+ * COLLX_ERR_TIMEOUT at the deadline (grad_ptr: no view, call again; mark_ready: the mark
+ * counts, the bucket is launched by the next mark or collx_zero_finish_grads). */
 COLLX_API collx_status_t collx_zero_grad_ptr(collx_zero_t z, uint64_t tensor_id, float** grad);
 COLLX_API collx_status_t collx_zero_mark_ready(collx_zero_t z, uint64_t tensor_id);
 /* 1 = the current micro-step is the last of the accumulation window. Stage 1 reduces
  * only then; stages 2 and 3 reduce every micro-step. Default 1. Local. */
 COLLX_API collx_status_t collx_zero_set_boundary(collx_zero_t z, int32_t is_last_microbatch);
-/* Stages 1, 2: end the micro-step: wait for the reduce-scatters and add the owned ranges
- * (averaged over dp) into the gradient shard. Stage 3: no-op. */
+/* Stages 0, 1, 2: end the micro-step: launch what is left, wait for the reductions and
+ * add the owned ranges (averaged over dp) into the gradient shard. A tensor never marked
+ * is reported (COLLX_ERR_INVALID_USAGE naming the first rank and tensor) on every rank.
+ * Stage 3: no-op. */
 COLLX_API collx_status_t collx_zero_finish_grads(collx_zero_t z, int64_t timeout_ms);
 
 /* Stage 3: reduce-scatter the full gradient of a tensor (numel float32, read only) and add
@@ -182,6 +204,55 @@ COLLX_API collx_status_t collx_zero_publish(collx_zero_t z);
 /* Consolidate the full float32 master of one tensor into out (numel elements) on every
  * rank, for checkpoint export. Collective. */
 COLLX_API collx_status_t collx_zero_full_tensor(collx_zero_t z, uint64_t tensor_id, float* out);
+
+/* Exact resume. The optimizer state is per element, sharded like the master: read a
+ * rank's shard of each kind with collx_zero_state_shard (aligned with collx_zero_pieces)
+ * and save it with the pieces, or consolidate whole tensors with collx_zero_full_state.
+ * A run at any dp size (any stage) writes every saved piece or whole tensor back with
+ * collx_zero_load_state (COLLX_ZERO_MASTER is collx_zero_load), restores the step count
+ * with collx_zero_set_step, then calls collx_zero_publish. The learning rate is not state:
+ * the engine's schedule sets it with collx_zero_set_lr before each step. Kinds the
+ * optimizer does not keep (SGD without momentum: EXP_AVG, SGD: EXP_AVG_SQ, NONE: both)
+ * are COLLX_ERR_INVALID_ARG. */
+typedef enum collx_zero_state_kind {
+  COLLX_ZERO_MASTER = 0,     /* float32 master parameters */
+  COLLX_ZERO_EXP_AVG = 1,    /* AdamW first moment m; SGD momentum buffer */
+  COLLX_ZERO_EXP_AVG_SQ = 2  /* AdamW second moment v */
+} collx_zero_state_kind_t;
+
+/* This rank's shard of one kind (count elements, padding included; the handle owns it,
+ * valid until destroy; write it only between steps). Local. */
+COLLX_API collx_status_t collx_zero_state_shard(collx_zero_t z, int32_t kind, float** data, size_t* count);
+/* Elements [tensor_offset, tensor_offset + count) of one kind of a tensor: this rank keeps
+ * what it owns (for COLLX_ZERO_MASTER, stages 0-2 also write the parameter view). Local. */
+COLLX_API collx_status_t collx_zero_load_state(collx_zero_t z, int32_t kind, uint64_t tensor_id,
+                                               size_t tensor_offset, size_t count, const float* values);
+/* One kind of one tensor, whole (numel elements), into out on every rank. Collective. */
+COLLX_API collx_status_t collx_zero_full_state(collx_zero_t z, int32_t kind, uint64_t tensor_id, float* out);
+/* Optimizer steps taken (AdamW's bias correction t; SGD's first-step rule). Local. */
+COLLX_API collx_status_t collx_zero_get_step(collx_zero_t z, int64_t* step);
+COLLX_API collx_status_t collx_zero_set_step(collx_zero_t z, int64_t step);
+/* The learning rate of the next collx_zero_step (finite, >= 0), e.g. from a schedule;
+ * set the same value on every rank. Local. */
+COLLX_API collx_status_t collx_zero_set_lr(collx_zero_t z, double lr);
+COLLX_API collx_status_t collx_zero_get_lr(collx_zero_t z, double* lr);
+
+/* Bytes of element buffers this handle has allocated (counted at allocation and free, so
+ * the figures are what is held, not an estimate), now and at the high-water mark since
+ * creation. params: the full parameter view (stages 0-2) or the gathered copies (stage 3);
+ * grads: the float32 gradient shard plus the full bucketed buffer (stages 0, 1), the bucket
+ * slots with their deterministic receive buffers (stage 2) or the padded copy made by
+ * collx_zero3_reduce_grad (stage 3, transient); optimizer: the float32 master and the
+ * moments; comm: wire copies (16-bit staging, stage 3 gather buffers). Bookkeeping (ids,
+ * maps) is not counted, nor the engine's own buffers. */
+typedef struct collx_zero_memory {
+  size_t size; /* sizeof(collx_zero_memory_t), set by the caller */
+  size_t params, grads, optimizer, comm, total;
+  size_t peak_params, peak_grads, peak_optimizer, peak_comm, peak_total;
+} collx_zero_memory_t;
+
+/* Local. memory->size must be at least sizeof(collx_zero_memory_t). */
+COLLX_API collx_status_t collx_zero_memory(collx_zero_t z, collx_zero_memory_t* memory);
 
 COLLX_API const char* collx_zero_last_error(collx_zero_t z);
 
