@@ -66,6 +66,11 @@ enum class SettingType { kInt, kSize, kString, kBool, kSecret };
   X(SHM_NO_CMA, kBool, "0",                                                                        \
     "1: the shared-memory transport never uses cross-memory attach (process_vm_readv); large "    \
     "messages are copied through the rings instead.")                                              \
+  X(SHM_HUGE_PAGES, kBool, "1",                                                                    \
+    "1: an ordinary buffer that peers on the host read with cross-memory attach, offered again "   \
+    "and again (a training step's), gets its 2 MiB-aligned interior backed by transparent huge "   \
+    "pages (madvise MADV_COLLAPSE, once): the kernel then pins one page per 2 MiB instead of 512 " \
+    "and those reads run 2-3x faster. 0: buffers are left as they are.")                           \
   X(UCX_PEER_ERRORS, kBool, "1",                                                                   \
     "1: every UCX endpoint uses UCX peer error handling (a dead peer fails its operations; UCX "    \
     "1.13 then reaches same-host peers over TCP loopback). 0: same-host peers without it, so UCX " \

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "lib/common/log.h"
+#include "transports/shm/shm_huge_pages.h"
 #include "transports/transport_checks.h"
 
 namespace collx {
@@ -106,6 +107,11 @@ Status ShmEngine::check_args(const Request* req, int peer, const void* buf, size
 
 Status ShmEngine::post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
   COLLX_RETURN_IF_ERROR(check_args(req, peer, buf, bytes));
+  // A rendezvous send is read by the receiver through the kernel: a buffer sent again and
+  // again gets huge pages (shm_huge_pages.h). Before the lock: a collapse takes milliseconds.
+  if (peer != rank_ && bytes > eager_max_bytes_ && !force_ring_copy_) {
+    if (HugePageCache* cache = process_huge_pages()) cache->offer(buf, bytes);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   COLLX_RETURN_IF_ERROR(usable_locked());
   CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });

@@ -6,6 +6,7 @@
 
 #include "lib/common/log.h"
 #include "transports/shm/shm_engine.h"
+#include "transports/shm/shm_huge_pages.h"
 
 namespace collx {
 namespace shm {
@@ -24,6 +25,11 @@ transport::SharedBoards::BufferNote ShmEngine::describe_buffer(const void* p, si
   note.region_base = region.base;
   note.region_bytes = region.bytes;
   note.region_fd = region.fd;
+  // Ordinary memory: peers will read it through the kernel, which walks its pages one by one.
+  // Reused buffers get huge pages (shm_huge_pages.h).
+  if (region.id == 0 && peer_reads_) {
+    if (HugePageCache* cache = process_huge_pages()) cache->offer(p, bytes);
+  }
   return note;
 }
 
