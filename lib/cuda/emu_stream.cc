@@ -92,7 +92,7 @@ class Stream {
       std::lock_guard<std::mutex> lock(state().mu);
       stop_ = true;
     }
-    state().cv.notify_all();
+    wake_.notify_one();
     worker_.join();
   }
   Stream(const Stream&) = delete;
@@ -102,7 +102,10 @@ class Stream {
   Kind kind() const { return kind_; }
 
   // Under state().mu.
-  void push(Op op) { queue_.push_back(std::move(op)); }
+  void push(Op op) {
+    queue_.push_back(std::move(op));
+    wake_.notify_one();
+  }
   // Under state().mu: a marker after everything queued so far.
   std::shared_ptr<EventState> mark() {
     auto ev = std::make_shared<EventState>();
@@ -119,8 +122,16 @@ class Stream {
     State& s = state();
     std::unique_lock<std::mutex> lock(s.mu);
     for (;;) {
-      s.cv.wait(lock, [this] { return ready() || (stop_ && queue_.empty()); });
-      if (!ready()) return;  // stopping, nothing left
+      if (!ready()) {
+        if (stop_ && queue_.empty()) return;
+        // Idle: woken by a push or the stop. Front waiting for an event: woken by completions.
+        if (queue_.empty()) {
+          wake_.wait(lock);
+        } else {
+          s.cv.wait(lock);
+        }
+        continue;
+      }
       Op op = std::move(queue_.front());
       queue_.pop_front();
       Status error = op.wait_for ? op.wait_for->error : Status::Ok();  // a failed event fails what waits on it
@@ -130,18 +141,19 @@ class Stream {
       op.work = nullptr;  // drop the references (mappings) it held before signalling
       lock.lock();
       if (!error.ok() && sticky_.ok()) sticky_ = error;
-      if (op.signal) {
+      if (op.signal) {  // only markers are waited for: only they wake the waiters
         op.signal->error = sticky_;
         op.signal->at = Clock::now();
         op.signal->done = true;
+        s.cv.notify_all();
       }
-      s.cv.notify_all();
     }
   }
 
   const int device_;
   const Kind kind_;
   std::deque<Op> queue_;
+  std::condition_variable wake_;  // a push or the stop (with state().mu)
   bool stop_ = false;
   Status sticky_;  // the first failure: later events on this stream report it (as a CUDA error does)
   std::thread worker_;
@@ -240,7 +252,6 @@ Status push_op(void* handle, const char* what, Op op) {
     order_default_streams(stream);
     stream->push(std::move(op));
   }
-  s.cv.notify_all();
   return Status::Ok();
 }
 
@@ -379,7 +390,6 @@ Status device_synchronize() {
       if (s->device() == current_index()) marks.push_back(s->mark());
     }
   }
-  state().cv.notify_all();
   const Deadline deadline = Deadline::after_ms(300000);
   for (const auto& ev : marks) COLLX_RETURN_IF_ERROR(wait_state(ev, deadline, nullptr, "device_synchronize"));
   return Status::Ok();

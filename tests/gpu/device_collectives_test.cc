@@ -64,7 +64,12 @@ TEST_P(DeviceCollectives, MatchHostResultsOnEveryRoute) {
       }
     }
     // Large calls: 3 and 4 staging chunks of 8 MiB (both slots reused), every IPC slice,
-    // vector loads with odd tails.
+    // vector loads with odd tails. On the emulated device (host memory: their cost is the
+    // test's own memsets and copies) only at 2 and 4 ranks, for the CI time budget.
+    if (cuda::emulated() && size % 2 == 1) {
+      for (void* s : streams) cuda::stream_destroy(s);
+      continue;
+    }
     const DeviceCase big[] = {
         {COLLX_COLL_ALLREDUCE, COLLX_FLOAT32, COLLX_SUM, (size_t{5} << 20) + 3, false, 0, false},
         {COLLX_COLL_ALLREDUCE, COLLX_BFLOAT16, COLLX_AVG, (size_t{11} << 20) + 1, true, 0, true},
