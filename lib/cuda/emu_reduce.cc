@@ -12,6 +12,7 @@
 #include "lib/cuda/emu_memory.h"
 #include "lib/cuda/emu_stream.h"
 #include "lib/dtype/datatype.h"
+#include "lib/dtype/element_codec.h"
 
 namespace collx {
 namespace cuda {
@@ -19,68 +20,26 @@ namespace emu {
 
 namespace {
 
-template <typename T>
-struct Plain {
-  using Store = T;
-  using Acc = T;
-  static Acc in(T v) { return v; }
-  static T out(Acc v) { return v; }
-};
-struct Half {
-  using Store = uint16_t;
-  using Acc = float;
-  static float in(uint16_t v) { return half_to_float(v); }
-  static uint16_t out(float v) { return float_to_half(v); }
-};
-struct BFloat16 {
-  using Store = uint16_t;
-  using Acc = float;
-  static float in(uint16_t v) { return bfloat16_to_float(v); }
-  static uint16_t out(float v) { return float_to_bfloat16(v); }
-};
-
-// Integers wrap (computed on the unsigned type), as the kernels do.
-template <typename A>
-A combine(collx_op_t op, A a, A b) {
-  if constexpr (std::is_integral<A>::value) {
-    using U = typename std::make_unsigned<A>::type;
-    using W = typename std::conditional<(sizeof(U) < sizeof(unsigned)), unsigned, U>::type;
-    if (op == COLLX_PROD) return static_cast<A>(static_cast<U>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
-    if (op == COLLX_MIN) return a < b ? a : b;
-    if (op == COLLX_MAX) return a > b ? a : b;
-    return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-  } else {
-    if (op == COLLX_PROD) return a * b;
-    if (op == COLLX_MIN) return a < b ? a : b;
-    if (op == COLLX_MAX) return a > b ? a : b;
-    return a + b;
-  }
-}
-
-template <typename N>
-typename N::Store finish(collx_op_t op, typename N::Acc acc, int64_t divisor) {
-  using A = typename N::Acc;
-  if (op == COLLX_AVG) {
-    if constexpr (std::is_integral<A>::value) {
-      return N::out(static_cast<A>(acc / static_cast<A>(divisor)));
-    } else if constexpr (std::is_same<A, double>::value) {
-      return N::out(acc / static_cast<double>(divisor));
-    } else {
-      return N::out(acc / static_cast<float>(divisor));
-    }
-  }
-  return N::out(acc);
-}
+using dtype_detail::BFloat16Codec;
+using dtype_detail::Float16Codec;
+using dtype_detail::MaxOp;
+using dtype_detail::MinOp;
+using dtype_detail::PlainCodec;
+using dtype_detail::ProdOp;
+using dtype_detail::SumOp;
+using dtype_detail::WrappingCodec;
 
 constexpr size_t kBlock = 2048;
 
-template <typename N>
-void reduce_n(const std::vector<char*>& outs, const std::vector<const char*>& ins, size_t count,
-              collx_datatype_t datatype, collx_op_t op, double scalar, int64_t divisor) {
-  using S = typename N::Store;
-  using A = typename N::Acc;
-  const collx_op_t fold = (op == COLLX_AVG || op == COLLX_PREMUL_SUM) ? COLLX_SUM : op;
-  A acc[kBlock];
+// outs[o][i] = Op folded over ins[j][i] in the codec's computed type, stored once. AVG: the
+// integer sum is stored (wrapped) and then divided, truncating toward zero; a float sum is
+// divided before its one rounding, as the kernel does.
+template <typename Codec, typename Op>
+void fold(const std::vector<char*>& outs, const std::vector<const char*>& ins, size_t count,
+          collx_datatype_t datatype, collx_op_t op, double scalar, int64_t divisor) {
+  using S = typename Codec::Storage;
+  using V = typename Codec::Value;
+  V acc[kBlock];
   S term[kBlock], result[kBlock];
   for (size_t lo = 0; lo < count; lo += kBlock) {
     const size_t n = std::min(kBlock, count - lo);
@@ -91,26 +50,53 @@ void reduce_n(const std::vector<char*>& outs, const std::vector<const char*>& in
       } else {
         std::copy(src, src + n, term);
       }
-      for (size_t k = 0; k < n; ++k) acc[k] = j == 0 ? N::in(term[k]) : combine<A>(fold, acc[k], N::in(term[k]));
+      for (size_t k = 0; k < n; ++k) acc[k] = j == 0 ? Codec::load(term[k]) : Op::apply(acc[k], Codec::load(term[k]));
     }
-    for (size_t k = 0; k < n; ++k) result[k] = finish<N>(op, acc[k], divisor);
+    for (size_t k = 0; k < n; ++k) {
+      if (op != COLLX_AVG) {
+        result[k] = Codec::store(acc[k]);
+      } else if constexpr (std::is_integral<V>::value) {
+        result[k] = static_cast<S>(Codec::store(acc[k]) / static_cast<S>(divisor));
+      } else {
+        result[k] = Codec::store(acc[k] / static_cast<V>(divisor));
+      }
+    }
     for (char* out : outs) std::copy(result, result + n, reinterpret_cast<S*>(out) + lo);
   }
+}
+
+template <typename Codec>
+void fold_op(const std::vector<char*>& outs, const std::vector<const char*>& ins, size_t count, collx_datatype_t dt,
+             collx_op_t op, double scalar, int64_t divisor) {
+  switch (op) {
+    case COLLX_PROD: return fold<Codec, ProdOp>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_MIN: return fold<Codec, MinOp>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_MAX: return fold<Codec, MaxOp>(outs, ins, count, dt, op, scalar, divisor);
+    default: return fold<Codec, SumOp>(outs, ins, count, dt, op, scalar, divisor);  // SUM, AVG, PREMUL_SUM
+  }
+}
+
+// Integers: wrapping arithmetic for SUM/PROD (and AVG, PREMUL_SUM), signed compares for MIN/MAX.
+template <typename T>
+void fold_integer(const std::vector<char*>& outs, const std::vector<const char*>& ins, size_t count,
+                  collx_datatype_t dt, collx_op_t op, double scalar, int64_t divisor) {
+  if (op == COLLX_MIN || op == COLLX_MAX) return fold_op<PlainCodec<T>>(outs, ins, count, dt, op, scalar, divisor);
+  fold_op<WrappingCodec<T>>(outs, ins, count, dt, op, scalar, divisor);
 }
 
 void run_reduce_n(const std::vector<char*>& outs, const std::vector<const char*>& ins, size_t count,
                   collx_datatype_t dt, collx_op_t op, double scalar, int64_t divisor) {
   switch (dt) {
-    case COLLX_INT8: return reduce_n<Plain<int8_t>>(outs, ins, count, dt, op, scalar, divisor);
-    case COLLX_UINT8: return reduce_n<Plain<uint8_t>>(outs, ins, count, dt, op, scalar, divisor);
-    case COLLX_INT32: return reduce_n<Plain<int32_t>>(outs, ins, count, dt, op, scalar, divisor);
-    case COLLX_UINT32: return reduce_n<Plain<uint32_t>>(outs, ins, count, dt, op, scalar, divisor);
-    case COLLX_INT64: return reduce_n<Plain<int64_t>>(outs, ins, count, dt, op, scalar, divisor);
-    case COLLX_UINT64: return reduce_n<Plain<uint64_t>>(outs, ins, count, dt, op, scalar, divisor);
-    case COLLX_FLOAT16: return reduce_n<Half>(outs, ins, count, dt, op, scalar, divisor);
-    case COLLX_BFLOAT16: return reduce_n<BFloat16>(outs, ins, count, dt, op, scalar, divisor);
-    case COLLX_FLOAT32: return reduce_n<Plain<float>>(outs, ins, count, dt, op, scalar, divisor);
-    default: return reduce_n<Plain<double>>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_INT8: return fold_integer<int8_t>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_UINT8: return fold_integer<uint8_t>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_INT32: return fold_integer<int32_t>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_UINT32: return fold_integer<uint32_t>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_INT64: return fold_integer<int64_t>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_UINT64: return fold_integer<uint64_t>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_FLOAT16: return fold_op<Float16Codec>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_BFLOAT16: return fold_op<BFloat16Codec>(outs, ins, count, dt, op, scalar, divisor);
+    case COLLX_FLOAT32: return fold_op<PlainCodec<float>>(outs, ins, count, dt, op, scalar, divisor);
+    default: return fold_op<PlainCodec<double>>(outs, ins, count, dt, op, scalar, divisor);
   }
 }
 

@@ -3,6 +3,7 @@
 // (device_collectives_process_test) tiers.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "collx/collx.h"
@@ -11,6 +12,16 @@ namespace collx {
 namespace testing {
 
 bool reduces(collx_coll_t coll);
+
+// A device route and the transport mask that selects it: staging through pinned memory (tcp
+// only), CUDA IPC (shm allowed, ranks on one host), NCCL where it accepts the ranks.
+struct DeviceRoute {
+  const char* name;
+  uint32_t transports;
+};
+constexpr DeviceRoute kStagedRoute{"staged", COLLX_TRANSPORT_TCP};
+constexpr DeviceRoute kIpcRoute{"ipc", COLLX_TRANSPORT_TCP | COLLX_TRANSPORT_SHM};
+constexpr DeviceRoute kNcclRoute{"nccl", COLLX_TRANSPORT_TCP | COLLX_TRANSPORT_NCCL};
 
 struct DeviceCase {
   collx_coll_t coll;

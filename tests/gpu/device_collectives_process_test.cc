@@ -17,11 +17,7 @@ namespace collx {
 namespace testing {
 namespace {
 
-struct Route {
-  const char* name;
-  uint32_t transports;
-};
-const Route kRoutes[] = {{"staged", COLLX_TRANSPORT_TCP}, {"ipc", COLLX_TRANSPORT_TCP | COLLX_TRANSPORT_SHM}};
+const DeviceRoute kRoutes[] = {kStagedRoute, kIpcRoute};
 
 // The stream rank `rank` orders its calls on: its own, the legacy default (nullptr) or the
 // per-thread default stream (cudaStreamPerThread's handle).
@@ -33,7 +29,7 @@ void* stream_for(int rank, void* own) {
   }
 }
 
-int run_rank(const Route& route, int rank, int size, collx_comm_t comm) {
+int run_rank(const DeviceRoute& route, int rank, int size, collx_comm_t comm) {
   void* own = nullptr;
   if (!cuda::stream_create(&own).ok()) {
     std::fprintf(stderr, "rank %d: stream_create failed\n", rank);
@@ -73,7 +69,7 @@ class DeviceCollectivesProcesses : public ::testing::TestWithParam<int> {};
 
 TEST_P(DeviceCollectivesProcesses, MatchHostResultsOnStagedAndIpcRoutes) {
   const int size = GetParam();
-  for (const Route& route : kRoutes) {
+  for (const DeviceRoute& route : kRoutes) {
     auto results = run_comm_processes(
         size, 120000, [&](int rank, int n, collx_comm_t comm) { return run_rank(route, rank, n, comm); }, 60000,
         route.transports);

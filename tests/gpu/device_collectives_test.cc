@@ -21,13 +21,7 @@ namespace collx {
 namespace testing {
 namespace {
 
-struct Route {
-  const char* name;
-  uint32_t transports;
-};
-const Route kRoutes[] = {{"staged", COLLX_TRANSPORT_TCP},
-                         {"ipc", COLLX_TRANSPORT_TCP | COLLX_TRANSPORT_SHM},
-                         {"nccl", COLLX_TRANSPORT_TCP | COLLX_TRANSPORT_NCCL}};
+const DeviceRoute kRoutes[] = {kStagedRoute, kIpcRoute, kNcclRoute};
 
 // Runs one case on every rank.
 void run_case(ThreadRanks& world, const char* route, const DeviceCase& c, void* stream_of_rank[]) {
@@ -43,7 +37,7 @@ TEST_P(DeviceCollectives, MatchHostResultsOnEveryRoute) {
   const int size = GetParam();
   const collx_coll_t colls[] = {COLLX_COLL_ALLREDUCE, COLLX_COLL_REDUCE_SCATTER, COLLX_COLL_ALLGATHER,
                                 COLLX_COLL_BROADCAST, COLLX_COLL_REDUCE, COLLX_COLL_ALLTOALL};
-  for (const Route& route : kRoutes) {
+  for (const DeviceRoute& route : kRoutes) {
     ThreadRanks world(size, 60000, route.transports);
     ASSERT_TRUE(world.ok()) << route.name << ": " << world.error();
     std::vector<void*> streams(static_cast<size_t>(size), nullptr);
