@@ -111,7 +111,16 @@ enum class SettingType { kInt, kSize, kString, kBool, kSecret };
   X(TEST_HOST_ID, kString, "",                                                                     \
     "Tests only: host labels by world rank, comma separated (e.g. 'a,a,b,b'); ranks with different " \
     "labels count as different hosts although they share this one (one label: every rank). Never " \
-    "set it in production.")
+    "set it in production.")                                                                       \
+  X(TEST_DEVICE, kString, "",                                                                      \
+    "Tests only: 'emulated' replaces the CUDA device layer with the emulated device (host memory " \
+    "that host code cannot touch, streams as worker threads; docs/cuda.md), with or without a "   \
+    "GPU or CUDA build; a warning is logged. Empty = the real device layer. Never set it in "     \
+    "production.")                                                                                 \
+  X(TEST_DEVICE_COUNT, kInt, "1", "Tests only: number of emulated devices (COLLX_TEST_DEVICE=emulated).") \
+  X(TEST_DEVICE_DELAY_US, kInt, "0",                                                               \
+    "Tests only: each operation queued on an emulated stream first sleeps a random time in "      \
+    "[0, this many] microseconds, so a missing synchronization fails instead of passing by luck.")
 
 enum class SettingId {
 #define COLLX_SETTING_ID_(id, type, def, meaning) id,

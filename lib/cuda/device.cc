@@ -1,6 +1,6 @@
-// lib/cuda/device.h over the CUDA runtime (linked statically, see docs/cuda.md), or stubs
-// reporting COLLX_ERR_UNSUPPORTED when the build has no CUDA.
-#include "lib/cuda/device.h"
+// The native backend of lib/cuda/device.h (backends.h): the CUDA runtime (linked statically,
+// see docs/cuda.md), or stubs reporting COLLX_ERR_UNSUPPORTED when the build has no CUDA.
+#include "lib/cuda/backends.h"
 
 #include <chrono>
 #include <cstring>
@@ -17,6 +17,7 @@
 
 namespace collx {
 namespace cuda {
+namespace native {
 
 #if COLLX_CUDA_REAL
 
@@ -92,7 +93,7 @@ int device_count(std::string* why) {
 }
 
 int pointer_kind(const void* ptr) {
-  if (!ptr || !driver_loaded() || device_count() == 0) return COLLX_MEM_HOST;
+  if (!ptr || !driver_loaded() || device_count(nullptr) == 0) return COLLX_MEM_HOST;
   cudaPointerAttributes attr;
   cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
   if (err != cudaSuccess) {
@@ -380,5 +381,6 @@ Status device_uuid(int, uint8_t*) { return no_cuda(); }
 
 #endif
 
+}  // namespace native
 }  // namespace cuda
 }  // namespace collx

@@ -3,7 +3,8 @@
 // functions call the CUDA runtime (linked statically: nothing is loaded until the first
 // call); built without, they report COLLX_ERR_UNSUPPORTED naming the missing build option.
 //
-// Streams are passed as void* (a cudaStream_t; nullptr = the legacy default stream).
+// Streams are passed as void* (a cudaStream_t; nullptr = the legacy default stream; the
+// handle values of cudaStreamLegacy (1) and cudaStreamPerThread (2) work too).
 // Every blocking wait polls with a deadline and yields between polls.
 #pragma once
 
@@ -19,8 +20,14 @@
 namespace collx {
 namespace cuda {
 
-// True when this build has CUDA code (the layer is not the stub).
+// True when this build has CUDA code (the layer is not the stub), or when the emulated
+// device is active.
 bool built_with_cuda();
+
+// True when the emulated test device replaces the real layer (COLLX_TEST_DEVICE=emulated,
+// tests only; decided once per process, docs/cuda.md "Testing without a GPU"). Every function
+// below then runs on the emulator (lib/cuda/emu_*.h) instead of the CUDA runtime.
+bool emulated();
 
 // Number of CUDA devices (checked once per process); 0 without a usable driver or device, with
 // the reason in *why when given ("no CUDA driver", "built without CUDA", ...).

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "lib/cuda/backends.h"
 #include "lib/cuda/reduce_kernels.cuh"
 #include "lib/dtype/datatype.h"
 
@@ -140,6 +141,8 @@ Status launch_reduce_n(const Inputs& in, int n, size_t count, int op, double sca
 
 }  // namespace kernels
 
+namespace native {
+
 Status cuda_reduce(void* dst, const void* a, const void* b, size_t count, collx_datatype_t datatype, collx_op_t op,
                    void* stream) {
   if (count == 0) return Status::Ok();
@@ -152,24 +155,11 @@ Status cuda_reduce(void* dst, const void* a, const void* b, size_t count, collx_
 Status cuda_reduce_n(void* const* outputs, int n_out, const void* const* inputs, int n, size_t count,
                      collx_datatype_t datatype, collx_op_t op, double scalar, int64_t divisor, void* stream) {
   if (count == 0) return Status::Ok();
-  if (n < 1 || n > kMaxReduceInputs || n_out < 1 || n_out > kMaxReduceInputs) {
-    return make_status(COLLX_ERR_INVALID_ARG, "cuda_reduce_n: %d inputs and %d outputs (1..%d each supported)", n,
-                       n_out, kMaxReduceInputs);
-  }
-  if (!op_valid(op)) return make_status(COLLX_ERR_INVALID_ARG, "cuda_reduce_n: unknown op %d", static_cast<int>(op));
-  if (op == COLLX_AVG && divisor < 1) {
-    return make_status(COLLX_ERR_INVALID_ARG, "cuda_reduce_n: AVG divisor %lld < 1", static_cast<long long>(divisor));
-  }
+  COLLX_RETURN_IF_ERROR(check_reduce_n_args(outputs, n_out, inputs, n, op, divisor));
   kernels::Inputs in{};
-  for (int j = 0; j < n; ++j) {
-    if (!inputs[j]) return make_status(COLLX_ERR_INVALID_ARG, "cuda_reduce_n: input %d is NULL", j);
-    in.p[j] = inputs[j];
-  }
+  for (int j = 0; j < n; ++j) in.p[j] = inputs[j];
   in.n_out = n_out;
-  for (int o = 0; o < n_out; ++o) {
-    if (!outputs[o]) return make_status(COLLX_ERR_INVALID_ARG, "cuda_reduce_n: output %d is NULL", o);
-    in.out[o] = outputs[o];
-  }
+  for (int o = 0; o < n_out; ++o) in.out[o] = outputs[o];
   auto s = static_cast<cudaStream_t>(stream);
   const int o = static_cast<int>(op);
   switch (datatype) {
@@ -187,5 +177,6 @@ Status cuda_reduce_n(void* const* outputs, int n_out, const void* const* inputs,
   }
 }
 
+}  // namespace native
 }  // namespace cuda
 }  // namespace collx

@@ -273,6 +273,10 @@ struct Comm::Impl {
 };
 
 bool available(std::string* why) {
+  if (cuda::emulated()) {  // NCCL's kernels would run on a GPU that is not there
+    if (why) *why = "the emulated test device (COLLX_TEST_DEVICE=emulated) cannot run NCCL";
+    return false;
+  }
   std::string cuda_why;
   if (cuda::device_count(&cuda_why) == 0) {
     if (why) *why = cuda_why;

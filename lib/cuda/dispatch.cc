@@ -1,0 +1,90 @@
+// lib/cuda/device.h: each function goes to the emulated device when COLLX_TEST_DEVICE selects
+// it (decided once per process), else to the native layer (CUDA runtime or stub). The check
+// is one load of a static flag.
+#include "lib/cuda/backends.h"
+#include "lib/dtype/datatype.h"
+
+namespace collx {
+namespace cuda {
+
+bool emulated() {
+  static const bool on = emu::active();
+  return on;
+}
+
+#define COLLX_CUDA_BACKEND(fn, ...) (emulated() ? emu::fn(__VA_ARGS__) : native::fn(__VA_ARGS__))
+
+bool built_with_cuda() { return emulated() || native::built_with_cuda(); }
+int device_count(std::string* why) { return COLLX_CUDA_BACKEND(device_count, why); }
+int pointer_kind(const void* ptr) { return COLLX_CUDA_BACKEND(pointer_kind, ptr); }
+Status pointer_device(const void* ptr, int* device) { return COLLX_CUDA_BACKEND(pointer_device, ptr, device); }
+Status set_device(int device) { return COLLX_CUDA_BACKEND(set_device, device); }
+Status current_device(int* device) { return COLLX_CUDA_BACKEND(current_device, device); }
+Status device_alloc(size_t bytes, void** out) { return COLLX_CUDA_BACKEND(device_alloc, bytes, out); }
+void device_free(void* ptr) { COLLX_CUDA_BACKEND(device_free, ptr); }
+Status host_alloc_pinned(size_t bytes, void** out) { return COLLX_CUDA_BACKEND(host_alloc_pinned, bytes, out); }
+void host_free_pinned(void* ptr) { COLLX_CUDA_BACKEND(host_free_pinned, ptr); }
+Status copy_async(void* dst, const void* src, size_t bytes, CopyKind kind, void* stream) {
+  return COLLX_CUDA_BACKEND(copy_async, dst, src, bytes, kind, stream);
+}
+Status memset_async(void* dst, int value, size_t bytes, void* stream) {
+  return COLLX_CUDA_BACKEND(memset_async, dst, value, bytes, stream);
+}
+Status copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
+  return COLLX_CUDA_BACKEND(copy, dst, src, bytes, kind);
+}
+Status stream_create(void** stream) { return COLLX_CUDA_BACKEND(stream_create, stream); }
+void stream_destroy(void* stream) { COLLX_CUDA_BACKEND(stream_destroy, stream); }
+Status event_create(void** event) { return COLLX_CUDA_BACKEND(event_create, event); }
+void event_destroy(void* event) { COLLX_CUDA_BACKEND(event_destroy, event); }
+Status event_record(void* event, void* stream) { return COLLX_CUDA_BACKEND(event_record, event, stream); }
+Status stream_wait_event(void* stream, void* event) { return COLLX_CUDA_BACKEND(stream_wait_event, stream, event); }
+Status event_done(void* event, bool* done) { return COLLX_CUDA_BACKEND(event_done, event, done); }
+Status event_wait(void* event, Deadline deadline, const std::atomic<bool>* abort, const char* what) {
+  return COLLX_CUDA_BACKEND(event_wait, event, deadline, abort, what);
+}
+Status stream_wait(void* stream, Deadline deadline, const std::atomic<bool>* abort, const char* what) {
+  return COLLX_CUDA_BACKEND(stream_wait, stream, deadline, abort, what);
+}
+Status event_create_timed(void** event) { return COLLX_CUDA_BACKEND(event_create_timed, event); }
+Status event_elapsed_ms(void* start, void* end, float* ms) { return COLLX_CUDA_BACKEND(event_elapsed_ms, start, end, ms); }
+Status device_synchronize() { return COLLX_CUDA_BACKEND(device_synchronize); }
+Status cuda_reduce(void* dst, const void* a, const void* b, size_t count, collx_datatype_t datatype, collx_op_t op,
+                   void* stream) {
+  return COLLX_CUDA_BACKEND(cuda_reduce, dst, a, b, count, datatype, op, stream);
+}
+Status cuda_reduce_n(void* const* outputs, int n_out, const void* const* inputs, int n, size_t count,
+                     collx_datatype_t datatype, collx_op_t op, double scalar, int64_t divisor, void* stream) {
+  return COLLX_CUDA_BACKEND(cuda_reduce_n, outputs, n_out, inputs, n, count, datatype, op, scalar, divisor, stream);
+}
+int multiprocessor_count() { return COLLX_CUDA_BACKEND(multiprocessor_count); }
+Status ipc_get_handle(const void* ptr, IpcHandle* handle, uintptr_t* base, size_t* offset) {
+  return COLLX_CUDA_BACKEND(ipc_get_handle, ptr, handle, base, offset);
+}
+Status ipc_open(const IpcHandle& handle, void** base) { return COLLX_CUDA_BACKEND(ipc_open, handle, base); }
+Status ipc_close(void* base) { return COLLX_CUDA_BACKEND(ipc_close, base); }
+Status device_uuid(int device, uint8_t out[16]) { return COLLX_CUDA_BACKEND(device_uuid, device, out); }
+
+#undef COLLX_CUDA_BACKEND
+
+Status check_reduce_n_args(void* const* outputs, int n_out, const void* const* inputs, int n, collx_op_t op,
+                           int64_t divisor) {
+  if (n < 1 || n > kMaxReduceInputs || n_out < 1 || n_out > kMaxReduceInputs) {
+    return make_status(COLLX_ERR_INVALID_ARG, "cuda_reduce_n: %d inputs and %d outputs (1..%d each supported)", n,
+                       n_out, kMaxReduceInputs);
+  }
+  if (!op_valid(op)) return make_status(COLLX_ERR_INVALID_ARG, "cuda_reduce_n: unknown op %d", static_cast<int>(op));
+  if (op == COLLX_AVG && divisor < 1) {
+    return make_status(COLLX_ERR_INVALID_ARG, "cuda_reduce_n: AVG divisor %lld < 1", static_cast<long long>(divisor));
+  }
+  for (int j = 0; j < n; ++j) {
+    if (!inputs[j]) return make_status(COLLX_ERR_INVALID_ARG, "cuda_reduce_n: input %d is NULL", j);
+  }
+  for (int o = 0; o < n_out; ++o) {
+    if (!outputs[o]) return make_status(COLLX_ERR_INVALID_ARG, "cuda_reduce_n: output %d is NULL", o);
+  }
+  return Status::Ok();
+}
+
+}  // namespace cuda
+}  // namespace collx

@@ -1,0 +1,23 @@
+// Settings and device identity of the emulated device: whether it is active, how many
+// devices, the calling thread's current device, the per-operation delay.
+#pragma once
+
+#include <cstdint>
+
+namespace collx {
+namespace cuda {
+namespace emu {
+
+struct Config {
+  bool active = false;
+  int devices = 1;          // COLLX_TEST_DEVICE_COUNT
+  int64_t delay_us = 0;     // COLLX_TEST_DEVICE_DELAY_US
+};
+// Read once per process.
+const Config& config();
+// The calling thread's current device (set_device), 0 until set.
+int current_index();
+
+}  // namespace emu
+}  // namespace cuda
+}  // namespace collx
