@@ -3,6 +3,7 @@
 #include "lib/cuda/backends.h"
 
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -13,6 +14,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <link.h>
 #endif
 
 namespace collx {
@@ -63,12 +65,36 @@ const DeviceCount& probe() {
   return result;
 }
 
+// How many shared objects this process has loaded so far (glibc's dlpi_adds, the same in
+// every entry): unchanged since a probe found no driver means none can have appeared since.
+unsigned long long objects_loaded_so_far() {
+  unsigned long long adds = 0;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t size, void* out) -> int {
+        if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds) {
+          *static_cast<unsigned long long*>(out) = info->dlpi_adds;
+        }
+        return 1;  // the first object is enough
+      },
+      &adds);
+  return adds;
+}
+
 // Whether the process itself loaded the CUDA driver (only then can it hold device memory).
+// Asked on every call with COLLX_MEM_AUTO, so a "no" is remembered until the process loads
+// another shared object: dlopen(RTLD_NOLOAD) of a name without a slash walks the library
+// search path (four failed openat calls here), microseconds on every host collective.
 bool driver_loaded() {
   static std::atomic<bool> seen{false};
+  static std::atomic<unsigned long long> absent_at{0};  // objects loaded at the last "no"; 0 = none
   if (seen.load(std::memory_order_relaxed)) return true;
+  const unsigned long long loaded = objects_loaded_so_far();
+  if (loaded != 0 && absent_at.load(std::memory_order_relaxed) == loaded) return false;
   void* handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (!handle) return false;
+  if (!handle) {
+    absent_at.store(loaded, std::memory_order_relaxed);
+    return false;
+  }
   dlclose(handle);
   seen.store(true, std::memory_order_relaxed);
   return true;
