@@ -155,6 +155,12 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
     restore.device = current;
   }
 
+  // A stream capturing a CUDA graph records work instead of running it: only NCCL's
+  // operations can be captured; the other routes wait on the host for the stream (and the
+  // host transports move data now, not at replay), so they refuse rather than corrupt.
+  bool capturing = false;
+  COLLX_RETURN_IF_ERROR(cuda::stream_capturing(call.stream, &capturing));
+
   if ((settings_.transports & COLLX_TRANSPORT_NCCL) && !d.nccl_refused && nccl_delegates(call.coll)) {
     if (!d.nccl) {
       StoreBootstrap bootstrap(store_, prefix_ + "/nccl", rank_, size_);
@@ -190,8 +196,19 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
       op.premul_scalar = call.premul_scalar;
       op.root = call.root;
       op.stream = call.stream;
+      op.captured = capturing;
       return d.nccl->enqueue(op, deadline);
     }
+  }
+  if (capturing) {
+    return make_status(COLLX_ERR_INVALID_USAGE,
+                       "the stream is capturing a CUDA graph, and only the NCCL route can be captured (this call "
+                       "would take the %s route, which waits on the host); allow nccl in COLLX_TRANSPORTS with "
+                       "NCCL usable, or run the collective outside the capture",
+                       local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) &&
+                               cuda_ipc::supports(call.coll, size_)
+                           ? "CUDA IPC"
+                           : "staged");
   }
 
   if (local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && cuda_ipc::supports(call.coll, size_)) {

@@ -280,6 +280,25 @@ Status device_synchronize() {
   return Status::Ok();
 }
 
+Status stream_capturing(void* stream, bool* capturing) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  COLLX_CUDA_CALL(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status));
+  *capturing = status != cudaStreamCaptureStatusNone;  // active, or invalidated but not ended
+  return Status::Ok();
+}
+
+Status stream_begin_capture(void* stream) {
+  COLLX_CUDA_CALL(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeRelaxed));
+  return Status::Ok();
+}
+
+Status stream_end_capture(void* stream) {
+  cudaGraph_t graph = nullptr;
+  COLLX_CUDA_CALL(cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph));
+  if (graph) COLLX_CUDA_CALL(cudaGraphDestroy(graph));
+  return Status::Ok();
+}
+
 int multiprocessor_count() {
   int device = 0, sms = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
@@ -391,6 +410,9 @@ Status event_wait(void*, Deadline, const std::atomic<bool>*, const char*) { retu
 Status stream_wait(void*, Deadline, const std::atomic<bool>*, const char*) { return no_cuda(); }
 Status event_elapsed_ms(void*, void*, float*) { return no_cuda(); }
 Status device_synchronize() { return no_cuda(); }
+Status stream_capturing(void*, bool*) { return no_cuda(); }
+Status stream_begin_capture(void*) { return no_cuda(); }
+Status stream_end_capture(void*) { return no_cuda(); }
 int multiprocessor_count() { return 0; }
 Status cuda_reduce(void*, const void*, const void*, size_t, collx_datatype_t, collx_op_t, void*) { return no_cuda(); }
 Status cuda_reduce_n(void* const*, int, const void* const*, int, size_t, collx_datatype_t, collx_op_t, double, int64_t,

@@ -76,6 +76,14 @@ Status event_create_timed(void** event);
 Status event_elapsed_ms(void* start, void* end, float* ms);
 Status device_synchronize();
 
+// CUDA graph capture. *capturing = true while `stream` is being captured into a graph (work
+// queued then is recorded, not run; host waits on the stream fail). collx uses it to refuse
+// routes that wait on the host (staging, CUDA IPC) instead of corrupting a capture.
+Status stream_capturing(void* stream, bool* capturing);
+// Tests: start capturing `stream` (relaxed mode), and end it, discarding the graph.
+Status stream_begin_capture(void* stream);
+Status stream_end_capture(void* stream);
+
 // Reductions on the device, queued on `stream`. dst[i] = a[i] OP b[i] for i < count; OP one
 // of SUM, PROD, MIN, MAX, with the host kernels' semantics (lib/dtype/datatype.h): integers
 // wrap, float16/bfloat16 compute in float32 and round once, MIN/MAX return b when either is

@@ -49,6 +49,11 @@ Status stream_wait(void* stream, Deadline deadline, const std::atomic<bool>* abo
 Status event_create_timed(void** event) { return COLLX_CUDA_BACKEND(event_create_timed, event); }
 Status event_elapsed_ms(void* start, void* end, float* ms) { return COLLX_CUDA_BACKEND(event_elapsed_ms, start, end, ms); }
 Status device_synchronize() { return COLLX_CUDA_BACKEND(device_synchronize); }
+Status stream_capturing(void* stream, bool* capturing) {
+  return COLLX_CUDA_BACKEND(stream_capturing, stream, capturing);
+}
+Status stream_begin_capture(void* stream) { return COLLX_CUDA_BACKEND(stream_begin_capture, stream); }
+Status stream_end_capture(void* stream) { return COLLX_CUDA_BACKEND(stream_end_capture, stream); }
 Status cuda_reduce(void* dst, const void* a, const void* b, size_t count, collx_datatype_t datatype, collx_op_t op,
                    void* stream) {
   return COLLX_CUDA_BACKEND(cuda_reduce, dst, a, b, count, datatype, op, stream);

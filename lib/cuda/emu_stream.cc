@@ -101,10 +101,40 @@ class Stream {
   int device() const { return device_; }
   Kind kind() const { return kind_; }
 
-  // Under state().mu.
+  // Under state().mu. While the stream captures a graph, work is recorded, not run (as in
+  // CUDA), and a marker fails at once: waiting on a capturing stream is an error there too.
   void push(Op op) {
+    if (capturing_) {
+      if (op.signal) {
+        op.signal->error = make_status(COLLX_ERR_CUDA, "the stream is capturing a CUDA graph: its work cannot be "
+                                                       "waited for (emulated cudaErrorStreamCaptureUnsupported)");
+        op.signal->at = Clock::now();
+        op.signal->done = true;
+        state().cv.notify_all();
+      }
+      captured_.push_back(std::move(op));
+      return;
+    }
     queue_.push_back(std::move(op));
     wake_.notify_one();
+  }
+  // Under state().mu.
+  bool capturing() const { return capturing_; }
+  Status begin_capture() {
+    if (kind_ == Kind::kLegacy) {
+      return make_status(COLLX_ERR_CUDA, "the legacy default stream cannot be captured (emulated "
+                                         "cudaErrorStreamCaptureUnsupported)");
+    }
+    if (capturing_) return make_status(COLLX_ERR_CUDA, "the stream is already capturing a graph");
+    capturing_ = true;
+    return Status::Ok();
+  }
+  // The recorded work goes to *graph, which the caller drops outside the lock.
+  Status end_capture(std::vector<Op>* graph) {
+    if (!capturing_) return make_status(COLLX_ERR_CUDA, "the stream is not capturing a graph");
+    capturing_ = false;
+    graph->swap(captured_);
+    return Status::Ok();
   }
   // Under state().mu: a marker after everything queued so far.
   std::shared_ptr<EventState> mark() {
@@ -156,6 +186,8 @@ class Stream {
   std::condition_variable wake_;  // a push or the stop (with state().mu)
   bool stop_ = false;
   Status sticky_;  // the first failure: later events on this stream report it (as a CUDA error does)
+  bool capturing_ = false;
+  std::vector<Op> captured_;  // the work of the graph being captured (never run)
   std::thread worker_;
 };
 
@@ -380,6 +412,29 @@ Status event_elapsed_ms(void* start, void* end, float* ms) {
   }
   *ms = std::chrono::duration<float, std::milli>(b->state->at - a->state->at).count();
   return Status::Ok();
+}
+
+Status stream_capturing(void* stream, bool* capturing) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  Stream* s = nullptr;
+  COLLX_RETURN_IF_ERROR(find_stream(stream, "stream_capturing", &s));
+  *capturing = s->capturing();
+  return Status::Ok();
+}
+
+Status stream_begin_capture(void* stream) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  Stream* s = nullptr;
+  COLLX_RETURN_IF_ERROR(find_stream(stream, "stream_begin_capture", &s));
+  return s->begin_capture();
+}
+
+Status stream_end_capture(void* stream) {
+  std::vector<Op> graph;  // dropped after the lock: its work holds mappings
+  std::lock_guard<std::mutex> lock(state().mu);
+  Stream* s = nullptr;
+  COLLX_RETURN_IF_ERROR(find_stream(stream, "stream_end_capture", &s));
+  return s->end_capture(&graph);
 }
 
 Status device_synchronize() {

@@ -40,6 +40,9 @@ struct CollOp {
   int root = 0;  // broadcast, reduce
   int peer = -1;  // send, recv
   void* stream = nullptr;
+  // The stream is capturing a CUDA graph: the operation runs at each replay, so no deadline
+  // event is recorded for the watchdog (querying a captured event is an error).
+  bool captured = false;
 };
 
 class Comm {
