@@ -68,9 +68,12 @@ class DeviceState {
 
 Status device_check(const CollCall& call, CollCall* checked) {
   *checked = call;
+  // Buffers stated as host memory are not probed: each probe without a CUDA driver is a
+  // failed dlopen search, milliseconds per call on a loaded machine.
+  const bool probe = call.mem_kind == COLLX_MEM_AUTO;
   if (coll_is_v(call.coll) &&
-      (call.mem_kind == COLLX_MEM_CUDA || cuda::pointer_kind(call.recvbuf) == COLLX_MEM_CUDA ||
-       cuda::pointer_kind(call.sendbuf) == COLLX_MEM_CUDA)) {
+      (call.mem_kind == COLLX_MEM_CUDA || (probe && cuda::pointer_kind(call.recvbuf) == COLLX_MEM_CUDA) ||
+       (probe && cuda::pointer_kind(call.sendbuf) == COLLX_MEM_CUDA))) {
     return make_status(COLLX_ERR_UNSUPPORTED, "%s: CUDA device buffers are not supported; pass host buffers",
                        coll_name(call.coll));
   }
