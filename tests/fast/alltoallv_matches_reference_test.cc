@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tests/fast/sweep.h"
-#include "tests/fast/v_layout.h"
+#include "tests/fast/v_test_util.h"
 #include "tests/support/reference.h"
 
 namespace collx {
@@ -19,12 +19,9 @@ namespace {
 // Element i of the block rank `src` sends rank `dst` is input_value(src, dst * kStride + i).
 constexpr size_t kStride = 1u << 20;
 
-struct A2avCase {
+struct A2avCase : VCaseBase {
   std::function<size_t(size_t src, size_t dst)> count;  // elements src sends dst
   VLayout layout = VLayout::kPacked;
-  collx_datatype_t datatype = COLLX_INT32;
-  bool nonblocking = false;
-  std::string name;
 };
 
 size_t run_alltoallv(ThreadRanks& world, const A2avCase& c) {
@@ -101,59 +98,34 @@ std::vector<A2avCase> cases() {
   return out;
 }
 
-class AlltoallvSweep : public ::testing::TestWithParam<SweepWorld> {};
-
-TEST_P(AlltoallvSweep, UnevenBlocksPerPairMatchReferenceAndGapsStayUntouched) {
-  ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
-  ASSERT_TRUE(world.ok()) << world.error();
-  int failing = 0;
-  for (const A2avCase& c : cases()) {
-    SCOPED_TRACE(c.name + " on " + std::to_string(world.size()) + " ranks");
-    if (run_alltoallv(world, c) != 0 && ++failing >= 5) FAIL() << "stopping after 5 failing cases";
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Worlds, AlltoallvSweep, ::testing::ValuesIn(sweep_worlds()), SweepWorldName());
+COLLX_V_SWEEP_TEST(AlltoallvSweep, UnevenBlocksPerPairMatchReferenceAndGapsStayUntouched, cases(), run_alltoallv);
 
 TEST(AlltoallvMismatch, SenderAndReceiverCountsThatDisagreeFailInsteadOfHanging) {
-  ThreadRanks world(3, /*timeout_ms=*/20000);
-  ASSERT_TRUE(world.ok()) << world.error();
-  std::vector<collx_status_t> rc(3);
-  std::vector<std::string> msg(3);
-  const auto start = std::chrono::steady_clock::now();
-  world.run([&](int rank, collx_comm_t comm) {
+  const RankOutcomes o = run_expecting_quick_failure(3, [](int rank, collx_comm_t comm) {
     // Everyone sends 2 elements to everyone, except that rank 0 sends rank 1 three; rank 1
     // expects two.
     std::vector<size_t> sendcounts = {2, 2, 2}, recvcounts = {2, 2, 2};
     if (rank == 0) sendcounts[1] = 3;
     std::vector<int32_t> send(16, rank), recv(16, -1);
-    rc[rank] = collx_alltoallv(send.data(), sendcounts.data(), nullptr, recv.data(), recvcounts.data(), nullptr,
-                               COLLX_INT32, comm, nullptr);
-    msg[rank] = collx_last_error(comm);
+    collx_status_t rc = collx_alltoallv(send.data(), sendcounts.data(), nullptr, recv.data(), recvcounts.data(),
+                                        nullptr, COLLX_INT32, comm, nullptr);
     // A rank whose own messages all matched may finish; its next call learns of the failure.
-    if (rc[rank] == COLLX_OK) rc[rank] = collx_barrier(comm, nullptr);
+    if (rc == COLLX_OK) rc = collx_barrier(comm, nullptr);
+    return rc;
   });
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 5.0) << "a mismatch must not wait for the timeout";
-  EXPECT_EQ(rc[1], COLLX_ERR_MISMATCH) << msg[1];
-  EXPECT_NE(msg[1].find("alltoallv"), std::string::npos) << msg[1];
-  for (int r = 0; r < 3; ++r) EXPECT_NE(rc[r], COLLX_OK) << "rank " << r << " (alltoallv, then a barrier)";
+  ASSERT_EQ(o.rc.size(), 3u);
+  EXPECT_EQ(o.rc[1], COLLX_ERR_MISMATCH) << o.msg[1];
+  EXPECT_NE(o.msg[1].find("alltoallv"), std::string::npos) << o.msg[1];
+  for (int r = 0; r < 3; ++r) EXPECT_NE(o.rc[r], COLLX_OK) << "rank " << r << " (alltoallv, then a barrier)";
 }
 
 TEST(AlltoallvBadInput, EachBadArrayIsNamedAndTheCommunicatorStaysUsable) {
-  ThreadRanks world(2);
-  ASSERT_TRUE(world.ok()) << world.error();
-  collx_comm_t comm = world.comm(0);
-  std::vector<float> buf(64, 1.0f);
-  float* send = buf.data();
-  float* recv = buf.data() + 32;
+  BadInputWorld w;
+  ASSERT_TRUE(w.world.ok()) << w.world.error();
+  collx_comm_t comm = w.comm();
+  float *send = w.low(), *recv = w.high();
   const size_t counts[2] = {4, 4}, other_self[2] = {3, 4}, overlapping[2] = {0, 2}, huge[2] = {4, SIZE_MAX - 1};
-  struct Case {
-    const char* what;
-    std::function<collx_status_t()> call;
-    const char* must_mention;
-  };
-  const std::vector<Case> bad = {
+  const std::vector<BadCall> bad = {
       {"null sendcounts", [&] { return collx_alltoallv(send, nullptr, nullptr, recv, counts, nullptr, COLLX_FLOAT32, comm, nullptr); }, "sendcounts is NULL"},
       {"null recvcounts", [&] { return collx_alltoallv(send, counts, nullptr, recv, nullptr, nullptr, COLLX_FLOAT32, comm, nullptr); }, "recvcounts is NULL"},
       {"own block differs", [&] { return collx_alltoallv(send, other_self, nullptr, recv, counts, nullptr, COLLX_FLOAT32, comm, nullptr); }, "sendcounts[0]"},
@@ -164,12 +136,8 @@ TEST(AlltoallvBadInput, EachBadArrayIsNamedAndTheCommunicatorStaysUsable) {
       {"in place", [&] { return collx_alltoallv(send, counts, nullptr, send + 2, counts, nullptr, COLLX_FLOAT32, comm, nullptr); }, "no in-place form"},
       {"unknown datatype", [&] { return collx_alltoallv(send, counts, nullptr, recv, counts, nullptr, static_cast<collx_datatype_t>(77), comm, nullptr); }, "datatype"},
   };
-  for (const Case& c : bad) {
-    SCOPED_TRACE(c.what);
-    EXPECT_EQ(c.call(), COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_last_error(comm)).find(c.must_mention), std::string::npos) << collx_last_error(comm);
-  }
-  world.run([&](int rank, collx_comm_t each) {
+  expect_rejected(comm, bad);
+  w.world.run([&](int rank, collx_comm_t each) {
     const int32_t mine[2] = {10 * rank, 10 * rank + 1};
     int32_t got[2] = {-1, -1};
     const size_t ones[2] = {1, 1};

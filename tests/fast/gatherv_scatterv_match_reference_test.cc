@@ -10,21 +10,18 @@
 #include <vector>
 
 #include "tests/fast/sweep.h"
-#include "tests/fast/v_layout.h"
+#include "tests/fast/v_test_util.h"
 #include "tests/support/reference.h"
 
 namespace collx {
 namespace testing {
 namespace {
 
-struct RootedCase {
+struct RootedCase : VCaseBase {
   bool gather = true;
   std::vector<size_t> counts;
   VLayout layout = VLayout::kPacked;
   int root = 0;
-  collx_datatype_t datatype = COLLX_INT32;
-  bool nonblocking = false;
-  std::string name;
 };
 
 collx_status_t call(const RootedCase& c, const void* send, void* recv, size_t own, const size_t* displs,
@@ -138,40 +135,21 @@ std::vector<RootedCase> cases_for(int size) {
   return out;
 }
 
-class GathervScattervSweep : public ::testing::TestWithParam<SweepWorld> {};
-
-TEST_P(GathervScattervSweep, UnevenBlocksMatchReferenceAndGapsStayUntouched) {
-  ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
-  ASSERT_TRUE(world.ok()) << world.error();
-  int failing = 0;
-  for (const RootedCase& c : cases_for(world.size())) {
-    SCOPED_TRACE(c.name + " on " + std::to_string(world.size()) + " ranks");
-    if (run_rooted(world, c) != 0 && ++failing >= 5) FAIL() << "stopping after 5 failing cases";
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Worlds, GathervScattervSweep, ::testing::ValuesIn(sweep_worlds()), SweepWorldName());
+COLLX_V_SWEEP_TEST(GathervScattervSweep, UnevenBlocksMatchReferenceAndGapsStayUntouched, cases_for(world.size()), run_rooted);
 
 // Rank 1 passes 3 elements where the root's array says 2: the side that receives notices.
 void expect_count_mismatch(bool gather) {
-  ThreadRanks world(3, /*timeout_ms=*/20000);
-  ASSERT_TRUE(world.ok()) << world.error();
-  std::vector<collx_status_t> rc(3);
-  std::vector<std::string> msg(3);
-  const auto start = std::chrono::steady_clock::now();
-  world.run([&](int rank, collx_comm_t comm) {
+  const RankOutcomes o = run_expecting_quick_failure(3, [gather](int rank, collx_comm_t comm) {
     const size_t counts[3] = {2, 2, 2};
     const size_t own = rank == 1 ? 3 : 2;
     std::vector<int32_t> whole(8, 7), block(4, 7);
-    rc[rank] = gather ? collx_gatherv(block.data(), own, whole.data(), counts, nullptr, COLLX_INT32, 0, comm, nullptr)
-                      : collx_scatterv(whole.data(), counts, nullptr, block.data(), own, COLLX_INT32, 0, comm, nullptr);
-    msg[rank] = collx_last_error(comm);
+    return gather ? collx_gatherv(block.data(), own, whole.data(), counts, nullptr, COLLX_INT32, 0, comm, nullptr)
+                  : collx_scatterv(whole.data(), counts, nullptr, block.data(), own, COLLX_INT32, 0, comm, nullptr);
   });
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 5.0) << "a mismatch must not wait for the timeout";
-  const int receiver = gather ? 0 : 1;
-  EXPECT_EQ(rc[receiver], COLLX_ERR_MISMATCH) << msg[receiver];
-  EXPECT_NE(msg[receiver].find(gather ? "gatherv" : "scatterv"), std::string::npos) << msg[receiver];
+  ASSERT_EQ(o.rc.size(), 3u);
+  const size_t receiver = gather ? 0 : 1;
+  EXPECT_EQ(o.rc[receiver], COLLX_ERR_MISMATCH) << o.msg[receiver];
+  EXPECT_NE(o.msg[receiver].find(gather ? "gatherv" : "scatterv"), std::string::npos) << o.msg[receiver];
 }
 
 TEST(GathervMismatch, SendcountThatDisagreesWithTheRootFailsOnTheRoot) { expect_count_mismatch(true); }
@@ -185,12 +163,7 @@ TEST(GathervScattervBadInput, EachBadArgumentIsNamedAndTheCommunicatorStaysUsabl
   float* whole = buf.data();
   float* own = buf.data() + 32;
   const size_t counts[2] = {4, 4}, overlapping[2] = {0, 2};
-  struct Case {
-    const char* what;
-    std::function<collx_status_t()> call;
-    const char* must_mention;
-  };
-  const std::vector<Case> bad = {
+  const std::vector<BadCall> bad = {
       {"gatherv null recvcounts on the root", [&] { return collx_gatherv(own, 4, whole, nullptr, nullptr, COLLX_FLOAT32, 0, comm, nullptr); }, "recvcounts is NULL"},
       {"gatherv sendcount differs", [&] { return collx_gatherv(own, 3, whole, counts, nullptr, COLLX_FLOAT32, 0, comm, nullptr); }, "recvcounts[0]"},
       {"gatherv overlapping blocks", [&] { return collx_gatherv(own, 4, whole, counts, overlapping, COLLX_FLOAT32, 0, comm, nullptr); }, "overlap"},
@@ -203,11 +176,7 @@ TEST(GathervScattervBadInput, EachBadArgumentIsNamedAndTheCommunicatorStaysUsabl
       {"scatterv bad in place", [&] { return collx_scatterv(whole, counts, nullptr, whole + 2, 4, COLLX_FLOAT32, 0, comm, nullptr); }, "in place"},
       {"scatterv unknown datatype", [&] { return collx_scatterv(whole, counts, nullptr, own, 4, static_cast<collx_datatype_t>(77), 0, comm, nullptr); }, "datatype"},
   };
-  for (const Case& c : bad) {
-    SCOPED_TRACE(c.what);
-    EXPECT_EQ(c.call(), COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_last_error(comm)).find(c.must_mention), std::string::npos) << collx_last_error(comm);
-  }
+  expect_rejected(comm, bad);
   world.run([&](int rank, collx_comm_t each) {
     const int32_t mine[2] = {rank + 1, rank + 2};
     int32_t all[3] = {-1, -1, -1};

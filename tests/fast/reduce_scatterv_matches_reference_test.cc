@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tests/fast/sweep.h"
-#include "tests/fast/v_layout.h"
+#include "tests/fast/v_test_util.h"
 #include "tests/support/reference.h"
 
 namespace collx {
@@ -18,13 +18,10 @@ namespace {
 
 constexpr double kPremul = 2.0;
 
-struct RsvCase {
+struct RsvCase : VCaseBase {
   std::vector<size_t> counts;
-  collx_datatype_t datatype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   bool in_place = false;
-  bool nonblocking = false;
-  std::string name;
 };
 
 size_t run_reduce_scatterv(ThreadRanks& world, const RsvCase& c) {
@@ -117,62 +114,26 @@ std::vector<RsvCase> cases_for(int size) {
   return out;
 }
 
-class ReduceScattervSweep : public ::testing::TestWithParam<SweepWorld> {};
-
-TEST_P(ReduceScattervSweep, UnevenBlocksMatchReferenceForEveryOpAndDatatype) {
-  ThreadRanks world(GetParam().size, 60000, GetParam().transport.mask);
-  ASSERT_TRUE(world.ok()) << world.error();
-  int failing = 0;
-  for (const RsvCase& c : cases_for(world.size())) {
-    SCOPED_TRACE(c.name + " on " + std::to_string(world.size()) + " ranks");
-    if (run_reduce_scatterv(world, c) != 0 && ++failing >= 5) FAIL() << "stopping after 5 failing cases";
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Worlds, ReduceScattervSweep, ::testing::ValuesIn(sweep_worlds()), SweepWorldName());
+COLLX_V_SWEEP_TEST(ReduceScattervSweep, UnevenBlocksMatchReferenceForEveryOpAndDatatype, cases_for(world.size()), run_reduce_scatterv);
 
 TEST(ReduceScattervMismatch, DifferentRecvcountsFailInsteadOfReducingWrongBlocks) {
-  ThreadRanks world(3, /*timeout_ms=*/20000);
-  ASSERT_TRUE(world.ok()) << world.error();
-  std::vector<collx_status_t> rc(3);
-  std::vector<std::string> msg(3);
-  const auto start = std::chrono::steady_clock::now();
-  world.run([&](int rank, collx_comm_t comm) {
+  const RankOutcomes o = run_expecting_quick_failure(3, [](int rank, collx_comm_t comm) {
     // Same total, but rank 2 splits it differently.
     std::vector<size_t> counts = {4, 2, 3};
     if (rank == 2) counts = {3, 3, 3};
     std::vector<int32_t> send(9, rank), recv(8, -1);
-    rc[rank] = collx_reduce_scatterv(send.data(), recv.data(), counts.data(), COLLX_INT32, COLLX_SUM, comm, nullptr);
-    msg[rank] = collx_last_error(comm);
+    return collx_reduce_scatterv(send.data(), recv.data(), counts.data(), COLLX_INT32, COLLX_SUM, comm, nullptr);
   });
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 5.0) << "a mismatch must not wait for the timeout";
-  bool someone_named_it = false;
-  for (int r = 0; r < 3; ++r) {
-    SCOPED_TRACE("rank " + std::to_string(r) + ": " + msg[r]);
-    EXPECT_TRUE(rc[r] == COLLX_ERR_MISMATCH || rc[r] == COLLX_ERR_REMOTE) << collx_status_name(rc[r]);
-    if (rc[r] == COLLX_ERR_MISMATCH && msg[r].find("reduce_scatterv") != std::string::npos &&
-        msg[r].find("counts hash") != std::string::npos) {
-      someone_named_it = true;
-    }
-  }
-  EXPECT_TRUE(someone_named_it);
+  EXPECT_TRUE(some_rank_named_mismatch(o, "reduce_scatterv", "counts hash"));
 }
 
 TEST(ReduceScattervBadInput, EachBadArgumentIsNamedAndTheCommunicatorStaysUsable) {
-  ThreadRanks world(2);
-  ASSERT_TRUE(world.ok()) << world.error();
-  collx_comm_t comm = world.comm(0);
-  std::vector<float> buf(64, 1.0f);
-  float* send = buf.data();
-  float* recv = buf.data() + 32;
+  BadInputWorld w;
+  ASSERT_TRUE(w.world.ok()) << w.world.error();
+  collx_comm_t comm = w.comm();
+  float *send = w.low(), *recv = w.high();
   const size_t counts[2] = {4, 4}, huge[2] = {4, SIZE_MAX - 1};
-  struct Case {
-    const char* what;
-    std::function<collx_status_t()> call;
-    const char* must_mention;
-  };
-  const std::vector<Case> bad = {
+  const std::vector<BadCall> bad = {
       {"null recvcounts", [&] { return collx_reduce_scatterv(send, recv, nullptr, COLLX_FLOAT32, COLLX_SUM, comm, nullptr); }, "recvcounts is NULL"},
       {"block past size_t", [&] { return collx_reduce_scatterv(send, recv, huge, COLLX_FLOAT32, COLLX_SUM, comm, nullptr); }, "recvcounts[1]"},
       {"null sendbuf", [&] { return collx_reduce_scatterv(nullptr, recv, counts, COLLX_FLOAT32, COLLX_SUM, comm, nullptr); }, "sendbuf is NULL"},
@@ -181,12 +142,8 @@ TEST(ReduceScattervBadInput, EachBadArgumentIsNamedAndTheCommunicatorStaysUsable
       {"unknown op", [&] { return collx_reduce_scatterv(send, recv, counts, COLLX_FLOAT32, static_cast<collx_op_t>(42), comm, nullptr); }, "op"},
       {"unknown datatype", [&] { return collx_reduce_scatterv(send, recv, counts, static_cast<collx_datatype_t>(77), COLLX_SUM, comm, nullptr); }, "datatype"},
   };
-  for (const Case& c : bad) {
-    SCOPED_TRACE(c.what);
-    EXPECT_EQ(c.call(), COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_last_error(comm)).find(c.must_mention), std::string::npos) << collx_last_error(comm);
-  }
-  world.run([&](int rank, collx_comm_t each) {
+  expect_rejected(comm, bad);
+  w.world.run([&](int rank, collx_comm_t each) {
     const int32_t mine[3] = {rank + 1, 10 * (rank + 1), 100};
     int32_t got[2] = {-1, -1};
     const size_t counts_used[2] = {1, 2};
