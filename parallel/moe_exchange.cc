@@ -80,16 +80,23 @@ void reduce_copies(const collx_moe_plan_s& p, const T* back, const float* weight
   }
 }
 
-// "" or why the buffers or datatype cannot be used.
-std::string check_args(const collx_moe_plan_s& p, const void* in, size_t in_rows, const void* out, size_t out_rows,
-                       size_t hidden, collx_datatype_t dt) {
+// Checks the buffers and datatype, then runs run(float{}) or run(double{}) with exceptions
+// turned into status codes.
+template <typename Run>
+collx_status_t checked_call(collx_moe_plan_t p, const char* fn, const void* in, size_t in_rows, const void* out,
+                            size_t out_rows, size_t hidden, collx_datatype_t dt, Run&& run) {
+  std::string why;
   if (dt != COLLX_FLOAT32 && dt != COLLX_FLOAT64)
-    return "datatype " + std::to_string(static_cast<int>(dt)) + " is not supported (COLLX_FLOAT32 or COLLX_FLOAT64)";
-  if (hidden == 0) return "hidden is 0";
-  if (!in && in_rows) return "the input buffer is NULL but holds " + std::to_string(in_rows) + " rows";
-  if (!out && out_rows) return "the output buffer is NULL but holds " + std::to_string(out_rows) + " rows";
-  (void)p;
-  return "";
+    why = "datatype " + std::to_string(static_cast<int>(dt)) + " is not supported (COLLX_FLOAT32 or COLLX_FLOAT64)";
+  else if (hidden == 0)
+    why = "hidden is 0";
+  else if (!in && in_rows)
+    why = "the input buffer is NULL but holds " + std::to_string(in_rows) + " rows";
+  else if (!out && out_rows)
+    why = "the output buffer is NULL but holds " + std::to_string(out_rows) + " rows";
+  if (!why.empty()) return moe_fail(p, COLLX_ERR_INVALID_ARG, fn, why);
+  return guarded([&] { return dt == COLLX_FLOAT32 ? run(float{}) : run(double{}); },
+                 [&](const std::string& m) { moe_fail(p, COLLX_OK, fn, m); });
 }
 
 template <typename T>
@@ -121,7 +128,6 @@ collx_status_t combine_t(collx_moe_plan_t p, const void* expert_out, const float
 }  // namespace parallel
 }  // namespace collx
 
-using collx::parallel::guarded;
 using collx::parallel::moe_fail;
 
 extern "C" {
@@ -130,30 +136,23 @@ COLLX_API collx_status_t collx_moe_dispatch(collx_moe_plan_t plan, const void* t
                                             void* expert_in, size_t hidden, collx_datatype_t datatype) {
   using collx::parallel::kDispatch;
   if (!plan) return moe_fail(nullptr, COLLX_ERR_INVALID_ARG, kDispatch, "plan is NULL");
-  std::string why = collx::parallel::check_args(*plan, tokens, plan->num_tokens, expert_in, plan->num_recv, hidden, datatype);
-  if (!why.empty()) return moe_fail(plan, COLLX_ERR_INVALID_ARG, kDispatch, why);
-  return guarded(
-      [&] {
-        return datatype == COLLX_FLOAT32
-                   ? collx::parallel::dispatch_t<float>(plan, tokens, scale, expert_in, hidden)
-                   : collx::parallel::dispatch_t<double>(plan, tokens, scale, expert_in, hidden);
-      },
-      [&](const std::string& m) { moe_fail(plan, COLLX_OK, kDispatch, m); });
+  return collx::parallel::checked_call(plan, kDispatch, tokens, plan->num_tokens, expert_in, plan->num_recv, hidden,
+                                       datatype, [&](auto type) {
+                                         using T = decltype(type);
+                                         return collx::parallel::dispatch_t<T>(plan, tokens, scale, expert_in, hidden);
+                                       });
 }
 
 COLLX_API collx_status_t collx_moe_combine(collx_moe_plan_t plan, const void* expert_out, const float* weights,
                                            void* out, void* copies, size_t hidden, collx_datatype_t datatype) {
   using collx::parallel::kCombine;
   if (!plan) return moe_fail(nullptr, COLLX_ERR_INVALID_ARG, kCombine, "plan is NULL");
-  std::string why = collx::parallel::check_args(*plan, expert_out, plan->num_recv, out, plan->num_tokens, hidden, datatype);
-  if (!why.empty()) return moe_fail(plan, COLLX_ERR_INVALID_ARG, kCombine, why);
-  return guarded(
-      [&] {
-        return datatype == COLLX_FLOAT32
-                   ? collx::parallel::combine_t<float>(plan, expert_out, weights, out, copies, hidden)
-                   : collx::parallel::combine_t<double>(plan, expert_out, weights, out, copies, hidden);
-      },
-      [&](const std::string& m) { moe_fail(plan, COLLX_OK, kCombine, m); });
+  return collx::parallel::checked_call(plan, kCombine, expert_out, plan->num_recv, out, plan->num_tokens, hidden,
+                                       datatype, [&](auto type) {
+                                         using T = decltype(type);
+                                         return collx::parallel::combine_t<T>(plan, expert_out, weights, out, copies,
+                                                                              hidden);
+                                       });
 }
 
 }  // extern "C"

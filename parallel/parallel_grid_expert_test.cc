@@ -67,6 +67,18 @@ std::vector<int32_t> group(const std::vector<Coords>& coords, int32_t rank, cons
   return g;
 }
 
+collx_grid_config_t expert_config(int32_t tp, int32_t cp, int32_t dp, int32_t pp, int32_t ep, const char* order) {
+  collx_grid_config_t cfg;
+  collx_grid_config_init(&cfg, sizeof cfg);
+  cfg.tp = tp;
+  cfg.cp = cp;
+  cfg.dp = dp;
+  cfg.pp = pp;
+  cfg.ep = ep;
+  cfg.order = order;
+  return cfg;
+}
+
 std::vector<int32_t> members(collx_comm_t sub, int32_t rank) {
   int32_t size = 0;
   collx_comm_size(sub, &size);
@@ -91,14 +103,7 @@ void check_shapes(int world_size, const std::vector<Shape>& shapes) {
         std::lock_guard<std::mutex> lock(mu);
         failures.push_back("rank " + std::to_string(rank) + ": " + m);
       };
-      collx_grid_config_t cfg;
-      collx_grid_config_init(&cfg, sizeof cfg);
-      cfg.tp = s.tp;
-      cfg.cp = s.cp;
-      cfg.dp = s.dp;
-      cfg.pp = s.pp;
-      cfg.ep = s.ep;
-      cfg.order = s.order;
+      const collx_grid_config_t cfg = expert_config(s.tp, s.cp, s.dp, s.pp, s.ep, s.order);
       collx_grid_t grid = nullptr;
       if (collx_grid_create(comm, &cfg, &grid) != COLLX_OK)
         return fail(std::string("create: ") + collx_grid_last_error(nullptr));
@@ -173,9 +178,7 @@ TEST(ParallelGridExpert, DefaultOrderGroupsHardCoded) {
   ThreadRanks world(4, 20000);
   ASSERT_TRUE(world.ok()) << world.error();
   world.run([&](int rank, collx_comm_t comm) {
-    collx_grid_config_t cfg;
-    collx_grid_config_init(&cfg, sizeof cfg);
-    cfg.ep = 2;
+    const collx_grid_config_t cfg = expert_config(1, 1, 0, 1, 2, nullptr);
     collx_grid_t grid = nullptr;
     ASSERT_EQ(collx_grid_create(comm, &cfg, &grid), COLLX_OK) << collx_grid_last_error(nullptr);
     collx_comm_t ep = nullptr, edp = nullptr;
@@ -204,12 +207,7 @@ TEST(ParallelGridExpert, BadExpertSizesGiveInvalidArgOnEveryRank) {
   };
   for (const Case& k : cases) {
     world.run([&](int, collx_comm_t comm) {
-      collx_grid_config_t cfg;
-      collx_grid_config_init(&cfg, sizeof cfg);
-      cfg.tp = k.tp;
-      cfg.dp = k.dp;
-      cfg.ep = k.ep;
-      cfg.order = k.order;
+      const collx_grid_config_t cfg = expert_config(k.tp, 1, k.dp, 1, k.ep, k.order);
       collx_grid_t grid = nullptr;
       EXPECT_EQ(collx_grid_create(comm, &cfg, &grid), COLLX_ERR_INVALID_ARG) << k.needle;
       EXPECT_EQ(grid, nullptr);
@@ -219,9 +217,7 @@ TEST(ParallelGridExpert, BadExpertSizesGiveInvalidArgOnEveryRank) {
   }
   // A set mixing the dense and expert layouts is not a group; it is named.
   world.run([&](int, collx_comm_t comm) {
-    collx_grid_config_t cfg;
-    collx_grid_config_init(&cfg, sizeof cfg);
-    cfg.ep = 2;
+    const collx_grid_config_t cfg = expert_config(1, 1, 0, 1, 2, nullptr);
     collx_grid_t grid = nullptr;
     ASSERT_EQ(collx_grid_create(comm, &cfg, &grid), COLLX_OK);
     collx_comm_t sub = nullptr;

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -75,23 +74,24 @@ std::vector<float> reference_layer(const Batch& b, int32_t k) {
   return y;
 }
 
+collx_moe_config_t moe_config(int32_t E, int32_t k) {
+  collx_moe_config_t cfg;
+  collx_moe_config_init(&cfg, sizeof cfg);
+  cfg.num_experts = E;
+  cfg.top_k = k;
+  return cfg;
+}
+
 void check_layer(int ep, int32_t E, int32_t k, bool idle_rank) {
   ThreadRanks world(ep, 20000);
   ASSERT_TRUE(world.ok()) << world.error();
   std::vector<Batch> all;
   for (int r = 0; r < ep; ++r) all.push_back(make_batch(r, E, k, idle_rank));
-  std::mutex mu;
-  std::vector<std::string> failures;
   world.run([&](int rank, collx_comm_t comm) {
-    auto fail = [&](const std::string& m) {
-      std::lock_guard<std::mutex> lock(mu);
-      failures.push_back("rank " + std::to_string(rank) + ": " + m);
-    };
+    // gtest's failure reporting is thread-safe on this platform.
+    auto fail = [rank](const std::string& m) { ADD_FAILURE() << "rank " << rank << ": " << m; };
     const Batch& b = all[static_cast<size_t>(rank)];
-    collx_moe_config_t cfg;
-    collx_moe_config_init(&cfg, sizeof cfg);
-    cfg.num_experts = E;
-    cfg.top_k = k;
+    const collx_moe_config_t cfg = moe_config(E, k);
     collx_moe_plan_t plan = nullptr;
     if (collx_moe_plan_create(comm, &cfg, b.idx.data(), b.tokens, &plan) != COLLX_OK)
       return fail(std::string("plan: ") + collx_moe_last_error(nullptr));
@@ -128,7 +128,6 @@ void check_layer(int ep, int32_t E, int32_t k, bool idle_rank) {
           return fail("copy " + std::to_string(c) + " is not its expert's output");
     collx_moe_plan_destroy(plan);
   });
-  for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
 TEST(ParallelMoe, DispatchCombineMatchReferenceEp2) { check_layer(2, 4, 2, false); }
@@ -145,10 +144,7 @@ TEST(ParallelMoe, DispatchAndCombineAreAdjoint) {
   std::vector<double> lhs(ep), rhs(ep);
   world.run([&](int rank, collx_comm_t comm) {
     Batch b = make_batch(rank, E, k, false);
-    collx_moe_config_t cfg;
-    collx_moe_config_init(&cfg, sizeof cfg);
-    cfg.num_experts = E;
-    cfg.top_k = k;
+    const collx_moe_config_t cfg = moe_config(E, k);
     collx_moe_plan_t plan = nullptr;
     ASSERT_EQ(collx_moe_plan_create(comm, &cfg, b.idx.data(), b.tokens, &plan), COLLX_OK) << collx_moe_last_error(nullptr);
     size_t R = 0;
@@ -180,10 +176,7 @@ TEST(ParallelMoe, BadRoutingIsNamedOnEveryRank) {
   ThreadRanks world(2, 5000);
   ASSERT_TRUE(world.ok()) << world.error();
   world.run([&](int rank, collx_comm_t comm) {
-    collx_moe_config_t cfg;
-    collx_moe_config_init(&cfg, sizeof cfg);
-    cfg.num_experts = 4;
-    cfg.top_k = 2;
+    const collx_moe_config_t cfg = moe_config(4, 2);
     std::vector<int32_t> idx = {0, 1, 2, rank == 1 ? 9 : 3};
     collx_moe_plan_t plan = nullptr;
     EXPECT_EQ(collx_moe_plan_create(comm, &cfg, idx.data(), 2, &plan), COLLX_ERR_INVALID_ARG);
@@ -192,9 +185,7 @@ TEST(ParallelMoe, BadRoutingIsNamedOnEveryRank) {
     EXPECT_NE(m.find("rank 1 routed token 1 slot 1 to expert 9"), std::string::npos) << m;
   });
   world.run([&](int rank, collx_comm_t comm) {
-    collx_moe_config_t cfg;
-    collx_moe_config_init(&cfg, sizeof cfg);
-    cfg.num_experts = rank == 0 ? 4 : 6;
+    const collx_moe_config_t cfg = moe_config(rank == 0 ? 4 : 6, 1);
     std::vector<int32_t> idx = {0};
     collx_moe_plan_t plan = nullptr;
     EXPECT_EQ(collx_moe_plan_create(comm, &cfg, idx.data(), 1, &plan), COLLX_ERR_MISMATCH);
@@ -202,9 +193,7 @@ TEST(ParallelMoe, BadRoutingIsNamedOnEveryRank) {
     EXPECT_NE(m.find("rank 1 passed num_experts=6"), std::string::npos) << m;
   });
   world.run([&](int rank, collx_comm_t comm) {
-    collx_moe_config_t cfg;
-    collx_moe_config_init(&cfg, sizeof cfg);
-    cfg.num_experts = 3;  // not a multiple of EP = 2
+    const collx_moe_config_t cfg = moe_config(3, 1);  // not a multiple of EP = 2
     std::vector<int32_t> idx = {0};
     collx_moe_plan_t plan = nullptr;
     EXPECT_EQ(collx_moe_plan_create(comm, &cfg, idx.data(), 1, &plan), COLLX_ERR_INVALID_ARG);
@@ -212,9 +201,7 @@ TEST(ParallelMoe, BadRoutingIsNamedOnEveryRank) {
     (void)rank;
   });
   world.run([&](int, collx_comm_t comm) {
-    collx_moe_config_t cfg;
-    collx_moe_config_init(&cfg, sizeof cfg);
-    cfg.num_experts = 2;
+    const collx_moe_config_t cfg = moe_config(2, 1);
     std::vector<int32_t> idx = {0, 1};
     collx_moe_plan_t plan = nullptr;
     ASSERT_EQ(collx_moe_plan_create(comm, &cfg, idx.data(), 2, &plan), COLLX_OK);
