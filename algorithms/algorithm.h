@@ -45,10 +45,17 @@ struct CollArgs {
   collx_datatype_t datatype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   int root = 0;
-  // All-gatherv (count is then the total): rank r's block has counts[r] elements at element
-  // offset displs[r] of recvbuf; one entry per rank.
+  // v-collectives, one entry per rank. All-gatherv, reduce-scatterv (count is then the
+  // total of counts): rank r's block has counts[r] elements at element offset displs[r] of
+  // recvbuf (all-gatherv) or sendbuf (reduce-scatterv, packed). All-to-allv: the block from
+  // rank r lands at displs[r] of recvbuf (counts[r] elements) and the block for rank r is
+  // send_counts[r] elements at send_displs[r] of sendbuf. Gatherv and scatterv (count is
+  // this rank's own block): on the root, rank r's block of the root's buffer (recvbuf of
+  // gatherv, sendbuf of scatterv); null on the other ranks.
   const size_t* counts = nullptr;
   const size_t* displs = nullptr;
+  const size_t* send_counts = nullptr;
+  const size_t* send_displs = nullptr;
   transport::OpDesc desc;
   Deadline deadline = Deadline::never();
 };
@@ -85,9 +92,20 @@ Status alltoall_pairwise(const Context& ctx, const CollArgs& args);
 // other rank directly, a few messages in flight at once; the others send or receive one.
 Status gather_direct(const Context& ctx, const CollArgs& args);
 Status scatter_direct(const Context& ctx, const CollArgs& args);
+// Gatherv and scatterv: the same with blocks placed by args.counts and args.displs on the root.
+Status gatherv_direct(const Context& ctx, const CollArgs& args);
+Status scatterv_direct(const Context& ctx, const CollArgs& args);
 // All-gatherv (algorithms/pairwise.cc): at step s rank r sends its block to r+s and receives
 // the block of r-s, the schedule of the pairwise all-to-all.
 Status allgatherv_pairwise(const Context& ctx, const CollArgs& args);
+// All-to-allv (algorithms/pairwise.cc): the all-to-all's schedule with one block per peer of
+// its own size; every pair exchanges one message, empty blocks included, so a receiver whose
+// count differs from its sender's fails with a mismatch.
+Status alltoallv_pairwise(const Context& ctx, const CollArgs& args);
+// Reduce-scatterv (algorithms/pairwise.cc): at step s rank r sends block r+s of its input to
+// rank r+s and receives rank r-s's contribution to block r, reduced into recvbuf as it
+// arrives (a few steps in flight, each through a scratch slot of one block).
+Status reduce_scatterv_pairwise(const Context& ctx, const CollArgs& args);
 Status barrier_dissemination(const Context& ctx, const CollArgs& args);
 
 }  // namespace algo

@@ -221,7 +221,7 @@ ParseResult parse_args(int argc, const char* const* argv, Options* options, std:
       if (!bench_coll_from_name(arg, &o.coll)) {
         *error = "unknown collective '" + arg +
                  "': expected allreduce, reducescatter, allgather, broadcast, reduce, alltoall, gather, "
-                 "scatter, allgatherv or sendrecv";
+                 "scatter, allgatherv, alltoallv, reducescatterv, gatherv, scatterv or sendrecv";
         return ParseResult::kError;
       }
       have_coll = true;
@@ -259,7 +259,8 @@ ParseResult parse_args(int argc, const char* const* argv, Options* options, std:
   }
   if (!have_coll) {
     *error = "no collective given: expected allreduce, reducescatter, allgather, broadcast, reduce, "
-             "alltoall, gather, scatter, allgatherv or sendrecv";
+             "alltoall, gather, scatter, allgatherv, alltoallv, reducescatterv, gatherv, scatterv or "
+             "sendrecv";
     return ParseResult::kError;
   }
   if (o.min_bytes > o.max_bytes) {
@@ -275,7 +276,8 @@ std::string usage_text(const char* program) {
   std::string p = program ? program : "collx-bench";
   return "usage: " + p + " <collective> [options]\n"
          "  collective: allreduce | reducescatter | allgather | broadcast | reduce | alltoall |\n"
-         "              gather | scatter | allgatherv | sendrecv\n"
+         "              gather | scatter | allgatherv | alltoallv | reducescatterv | gatherv |\n"
+         "              scatterv | sendrecv\n"
          "\n"
          "  -b, --minbytes SIZE      smallest size (total buffer bytes; K/M/G = powers of 1024) [32M]\n"
          "  -e, --maxbytes SIZE      largest size [32M]\n"

@@ -3,6 +3,7 @@
 // data patterns / checker (against an independent simulation of each collective).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -388,7 +389,7 @@ World simulate(const CallShape& base, bool in_place) {
   const int n = base.nranks;
   const size_t elt = datatype_bytes(base.datatype);
   // Room for every rank's block (allgatherv's uneven shards take up to 2n blocks).
-  const size_t big = base.count * std::max(static_cast<size_t>(n), allgatherv_units(n)) + 1;
+  const size_t big = base.count * std::max({static_cast<size_t>(n), allgatherv_units(n), alltoallv_max_units(n)}) + 1;
   World w;
   w.send.assign(n, std::vector<unsigned char>(big * elt));
   w.recv.assign(n, std::vector<unsigned char>(big * elt));
@@ -412,9 +413,11 @@ World simulate(const CallShape& base, bool in_place) {
     switch (base.coll) {
       case BenchColl::kAllreduce:
       case BenchColl::kReduce:
-      case BenchColl::kReduceScatter: {
-        const size_t offset = base.coll == BenchColl::kReduceScatter ? r * c : 0;
-        for (size_t i = 0; i < c; ++i) {
+      case BenchColl::kReduceScatter:
+      case BenchColl::kReduceScatterv: {
+        const bool v = base.coll == BenchColl::kReduceScatterv;
+        const size_t offset = v ? shard_offset(c, r) : base.coll == BenchColl::kReduceScatter ? r * c : 0;
+        for (size_t i = 0; i < (v ? allgatherv_shard(c, r) : c); ++i) {
           double acc = 0;
           for (int q = 0; q < n; ++q) {
             double v = input(q, offset + i);
@@ -446,14 +449,29 @@ World simulate(const CallShape& base, bool in_place) {
         for (int q = 0; q < n; ++q)
           for (size_t i = 0; i < allgatherv_shard(c, q); ++i) out[r].push_back(input(q, i));
         break;
+      case BenchColl::kAlltoallv:
+        for (int q = 0; q < n; ++q)
+          for (size_t i = 0; i < alltoallv_block(c, q, r); ++i) out[r].push_back(input(q, alltoallv_send_offset(c, q, r) + i));
+        break;
+      case BenchColl::kGatherv:
+        if (r == base.root)
+          for (int q = 0; q < n; ++q) for (size_t i = 0; i < allgatherv_shard(c, q); ++i) out[r].push_back(input(q, i));
+        break;
+      case BenchColl::kScatterv:
+        for (size_t i = 0; i < allgatherv_shard(c, r); ++i) out[r].push_back(input(base.root, shard_offset(c, r) + i));
+        break;
       case BenchColl::kSendrecv:
         for (size_t i = 0; i < c; ++i) out[r].push_back(input((r + n - 1) % n, i));
         break;
     }
   }
   for (int r = 0; r < n; ++r) {
-    if ((base.coll == BenchColl::kReduce || base.coll == BenchColl::kGather) && r != base.root) continue;
-    const size_t offset = in_place && base.coll == BenchColl::kReduceScatter ? r * c : 0;
+    if ((base.coll == BenchColl::kReduce || base.coll == BenchColl::kGather || base.coll == BenchColl::kGatherv) &&
+        r != base.root) {
+      continue;
+    }
+    size_t offset = in_place && base.coll == BenchColl::kReduceScatter ? r * c : 0;
+    if (in_place && base.coll == BenchColl::kReduceScatterv) offset = shard_offset(c, r);
     for (size_t i = 0; i < out[r].size(); ++i) store_element(t, w.recv[r].data(), offset + i, out[r][i]);
   }
   return w;
@@ -463,7 +481,8 @@ TEST(Data, CheckerAcceptsCorrectResultsAndCountsWrongOnes) {
   const BenchColl colls[] = {BenchColl::kAllreduce, BenchColl::kReduceScatter, BenchColl::kAllgather,
                              BenchColl::kBroadcast, BenchColl::kReduce,        BenchColl::kAlltoall,
                              BenchColl::kGather,    BenchColl::kScatter,       BenchColl::kAllgatherv,
-                             BenchColl::kSendrecv};
+                             BenchColl::kAlltoallv, BenchColl::kReduceScatterv, BenchColl::kGatherv,
+                             BenchColl::kScatterv,  BenchColl::kSendrecv};
   for (BenchColl coll : colls) {
     for (int n : {1, 2, 3, 5}) {
       for (int t = 0; t < COLLX_NUM_DATATYPES; ++t) {
@@ -489,9 +508,13 @@ TEST(Data, CheckerAcceptsCorrectResultsAndCountsWrongOnes) {
                                 : count_wrong_out_of_place(mine, w.recv[r].data());
               };
               ASSERT_EQ(wrong(), 0) << where << " rank " << r;
-              if ((coll == BenchColl::kReduce || coll == BenchColl::kGather) && r != s.root) continue;
+              if ((coll == BenchColl::kReduce || coll == BenchColl::kGather || coll == BenchColl::kGatherv) &&
+                  r != s.root) {
+                continue;
+              }
               // Corrupt one output element: the checker must see exactly one wrong.
-              const size_t at = (in_place && coll == BenchColl::kReduceScatter ? r * s.count : 0) + 5;
+              size_t at = (in_place && coll == BenchColl::kReduceScatter ? r * s.count : 0) + 5;
+              if (in_place && coll == BenchColl::kReduceScatterv) at += shard_offset(s.count, r);
               store_element(s.datatype, w.recv[r].data(), at, kPoison);
               ASSERT_EQ(wrong(), 1) << where << " rank " << r;
             }

@@ -157,9 +157,17 @@ class RankRun {
     std::printf("# collx-bench version %s collx-headers=%s collx-library=%s\n", COLLX_VERSION_STRING,
                 COLLX_VERSION_STRING, report_.library_version.c_str());
     std::printf("# Collective test starting: %s\n", report_.collective.c_str());
-    if (o_.coll == BenchColl::kAllgatherv) {
-      std::printf("# allgatherv uneven shards: rank r sends (1 + r %% 3) x count elements; size is the whole "
-                  "output\n");
+    if (o_.coll == BenchColl::kAllgatherv || o_.coll == BenchColl::kGatherv) {
+      std::printf("# %s uneven shards: rank r sends (1 + r %% 3) x count elements; size is the whole "
+                  "output\n", bench_coll_name(o_.coll));
+    }
+    if (o_.coll == BenchColl::kReduceScatterv || o_.coll == BenchColl::kScatterv) {
+      std::printf("# %s uneven shards: rank r receives (1 + r %% 3) x count elements; size is the whole "
+                  "input\n", bench_coll_name(o_.coll));
+    }
+    if (o_.coll == BenchColl::kAlltoallv) {
+      std::printf("# alltoallv uneven blocks: rank s sends rank d (1 + (s + d) %% 3) x count elements, packed; "
+                  "size is the largest rank's buffer\n");
     }
     std::printf("# np %d minBytes %llu maxBytes %llu step: %llu(%s) warmup iters: %d iters: %d "
                 "validation: %d transport: %s algorithm: %s\n",

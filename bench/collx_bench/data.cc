@@ -174,6 +174,25 @@ class ExpectedOutput {
         }
         return kPoison;
       }
+      case BenchColl::kAlltoallv: {
+        size_t begin = 0;  // of the block from rank q
+        for (int q = 0; q < s_.nranks; ++q) {
+          const size_t block = alltoallv_block(s_.count, q, s_.rank);
+          if (index < begin + block) return moved(q, alltoallv_send_offset(s_.count, q, s_.rank) + index - begin);
+          begin += block;
+        }
+        return kPoison;
+      }
+      case BenchColl::kReduceScatterv:
+        return reduced_[(shard_offset(s_.count, s_.rank) + index) % reduced_.size()];
+      case BenchColl::kGatherv: {
+        for (int q = s_.nranks - 1; q >= 0; --q) {
+          if (index >= shard_offset(s_.count, q)) return moved(q, index - shard_offset(s_.count, q));
+        }
+        return kPoison;
+      }
+      case BenchColl::kScatterv:
+        return moved(s_.root, shard_offset(s_.count, s_.rank) + index);
       case BenchColl::kSendrecv:
         return moved(static_cast<int>((static_cast<size_t>(s_.rank) + n - 1) % n), index);
     }
@@ -208,6 +227,13 @@ size_t output_elements(const CallShape& s) {
       return s.rank == s.root ? s.count * n : 0;
     case BenchColl::kAllgatherv:
       return s.count * allgatherv_units(s.nranks);
+    case BenchColl::kAlltoallv:
+      return s.count * alltoallv_units(s.nranks, s.rank);
+    case BenchColl::kGatherv:
+      return s.rank == s.root ? s.count * allgatherv_units(s.nranks) : 0;
+    case BenchColl::kReduceScatterv:
+    case BenchColl::kScatterv:
+      return allgatherv_shard(s.count, s.rank);
     default:
       return s.count;
   }
@@ -276,7 +302,15 @@ void fill_out_of_place(const CallShape& s, void* send, void* recv) {
       fill_range(s, send, 0, s.count * n, s.rank);
       break;
     case BenchColl::kAllgatherv:
+    case BenchColl::kGatherv:
       fill_range(s, send, 0, allgatherv_shard(s.count, s.rank), s.rank);
+      break;
+    case BenchColl::kReduceScatterv:
+    case BenchColl::kScatterv:
+      fill_range(s, send, 0, s.count * allgatherv_units(s.nranks), s.rank);
+      break;
+    case BenchColl::kAlltoallv:
+      fill_range(s, send, 0, s.count * alltoallv_units(s.nranks, s.rank), s.rank);
       break;
     default:
       fill_range(s, send, 0, s.count, s.rank);
@@ -284,9 +318,12 @@ void fill_out_of_place(const CallShape& s, void* send, void* recv) {
   }
   const bool recv_holds_every_block =
       s.coll == BenchColl::kAllgather || s.coll == BenchColl::kAlltoall || s.coll == BenchColl::kGather;
-  const size_t recv_elements = s.coll == BenchColl::kAllgatherv ? s.count * allgatherv_units(s.nranks)
-                               : recv_holds_every_block              ? s.count * n
-                                                                     : s.count;
+  size_t recv_elements = recv_holds_every_block ? s.count * n : s.count;
+  if (s.coll == BenchColl::kAllgatherv || s.coll == BenchColl::kGatherv) recv_elements = s.count * allgatherv_units(s.nranks);
+  if (s.coll == BenchColl::kAlltoallv) recv_elements = s.count * alltoallv_units(s.nranks, s.rank);
+  if (s.coll == BenchColl::kReduceScatterv || s.coll == BenchColl::kScatterv) {
+    recv_elements = allgatherv_shard(s.count, s.rank);
+  }
   poison(s, recv, recv_elements);
 }
 
@@ -295,6 +332,9 @@ void fill_in_place(const CallShape& s, void* buf) {
   switch (s.coll) {
     case BenchColl::kReduceScatter:
       fill_range(s, buf, 0, s.count * n, s.rank);
+      break;
+    case BenchColl::kReduceScatterv:
+      fill_range(s, buf, 0, s.count * allgatherv_units(s.nranks), s.rank);
       break;
     case BenchColl::kAllgather: {
       // Only this rank's block is input; the rest is output and gets poisoned.
@@ -319,7 +359,8 @@ int64_t count_wrong_out_of_place(const CallShape& s, const void* recv) {
 
 int64_t count_wrong_in_place(const CallShape& s, const void* buf) {
   // An in-place reduce-scatter leaves the rank's block at its offset in the full buffer.
-  const size_t offset = s.coll == BenchColl::kReduceScatter ? static_cast<size_t>(s.rank) * s.count : 0;
+  size_t offset = s.coll == BenchColl::kReduceScatter ? static_cast<size_t>(s.rank) * s.count : 0;
+  if (s.coll == BenchColl::kReduceScatterv) offset = shard_offset(s.count, s.rank);
   return count_wrong_range(s, buf, offset, output_elements(s));
 }
 

@@ -28,6 +28,10 @@ const CollEntry kColls[] = {
     {BenchColl::kGather, "gather", COLLX_COLL_GATHER, false, true, false},
     {BenchColl::kScatter, "scatter", COLLX_COLL_SCATTER, false, true, false},
     {BenchColl::kAllgatherv, "allgatherv", COLLX_COLL_ALLGATHERV, false, false, false},
+    {BenchColl::kAlltoallv, "alltoallv", COLLX_COLL_ALLTOALLV, false, false, false},
+    {BenchColl::kReduceScatterv, "reducescatterv", COLLX_COLL_REDUCE_SCATTERV, true, false, true},
+    {BenchColl::kGatherv, "gatherv", COLLX_COLL_GATHERV, false, true, false},
+    {BenchColl::kScatterv, "scatterv", COLLX_COLL_SCATTERV, false, true, false},
     {BenchColl::kSendrecv, "sendrecv", COLLX_COLL_SEND, false, false, false},
 };
 

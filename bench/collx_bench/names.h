@@ -15,7 +15,10 @@ namespace collx_bench {
 
 // The collectives collx-bench measures. Sendrecv is a ring exchange built from
 // collx_isend/collx_irecv (each rank sends to rank+1 and receives from rank-1).
-enum class BenchColl { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce, kAlltoall, kGather, kScatter, kAllgatherv, kSendrecv };
+enum class BenchColl {
+  kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce, kAlltoall, kGather, kScatter, kAllgatherv,
+  kAlltoallv, kReduceScatterv, kGatherv, kScatterv, kSendrecv
+};
 
 // "allreduce", "reducescatter", ...: the name used on the command line and in the header.
 const char* bench_coll_name(BenchColl coll);

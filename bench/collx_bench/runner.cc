@@ -59,6 +59,37 @@ collx_status_t run_sendrecv(const RankContext& ctx, const CallShape& s, const vo
   return rst != COLLX_OK ? rst : sst;
 }
 
+// The v-collectives added with all-to-allv, with the shard patterns of sweep.h (packed
+// buffers: NULL displacements). The arrays are rebuilt per call, as an engine would.
+collx_status_t run_v_collective(const RankContext& ctx, const CallShape& s, void* send, void* recv, bool in_place) {
+  const collx_opts_t* opts = &ctx.opts;
+  const size_t n = static_cast<size_t>(ctx.nranks);
+  std::vector<size_t> counts(n), recv_counts(n);
+  for (int q = 0; q < ctx.nranks; ++q) {
+    const size_t i = static_cast<size_t>(q);
+    counts[i] = s.coll == BenchColl::kAlltoallv ? alltoallv_block(s.count, ctx.rank, q) : allgatherv_shard(s.count, q);
+    recv_counts[i] = alltoallv_block(s.count, q, ctx.rank);
+  }
+  const size_t mine = counts[static_cast<size_t>(ctx.rank)];
+  switch (s.coll) {
+    case BenchColl::kAlltoallv:
+      return collx_alltoallv(send, counts.data(), nullptr, recv, recv_counts.data(), nullptr, s.datatype, ctx.comm,
+                             opts);
+    case BenchColl::kReduceScatterv: {
+      if (!in_place) return collx_reduce_scatterv(send, recv, counts.data(), s.datatype, s.op, ctx.comm, opts);
+      char* buf = static_cast<char*>(recv);
+      char* own = buf + shard_offset(s.count, ctx.rank) * datatype_bytes(s.datatype);
+      return collx_reduce_scatterv(buf, own, counts.data(), s.datatype, s.op, ctx.comm, opts);
+    }
+    case BenchColl::kGatherv:
+      return collx_gatherv(send, mine, recv, counts.data(), nullptr, s.datatype, s.root, ctx.comm, opts);
+    case BenchColl::kScatterv:
+      return collx_scatterv(send, counts.data(), nullptr, recv, mine, s.datatype, s.root, ctx.comm, opts);
+    default:
+      return COLLX_ERR_INVALID_ARG;
+  }
+}
+
 double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -95,6 +126,11 @@ collx_status_t run_collective(const RankContext& ctx, const CallShape& s, void* 
       return collx_allgatherv(send, counts[static_cast<size_t>(ctx.rank)], recv, counts.data(), nullptr, s.datatype,
                               ctx.comm, opts);
     }
+    case BenchColl::kAlltoallv:
+    case BenchColl::kReduceScatterv:
+    case BenchColl::kGatherv:
+    case BenchColl::kScatterv:
+      return run_v_collective(ctx, s, send, recv, in_place);
     case BenchColl::kSendrecv:
       return run_sendrecv(ctx, s, send, recv);
   }

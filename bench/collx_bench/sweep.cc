@@ -1,5 +1,7 @@
 #include "bench/collx_bench/sweep.h"
 
+#include <algorithm>
+
 namespace collx_bench {
 
 std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, uint64_t step_bytes,
@@ -70,6 +72,22 @@ RowCounts row_counts(BenchColl coll, uint64_t size_bytes, size_t elt_bytes, int 
       c.recv_count = unit * allgatherv_units(nranks);
       break;
     }
+    case BenchColl::kReduceScatterv:
+    case BenchColl::kGatherv:
+    case BenchColl::kScatterv: {
+      const size_t unit = (count / allgatherv_units(nranks)) / align * align;
+      const size_t whole = unit * allgatherv_units(nranks), largest = allgatherv_shard(unit, nranks > 2 ? 2 : nranks - 1);
+      c.count = unit;
+      c.send_count = coll == BenchColl::kGatherv ? largest : whole;
+      c.recv_count = coll == BenchColl::kGatherv ? whole : largest;
+      break;
+    }
+    case BenchColl::kAlltoallv: {
+      const size_t unit = (count / alltoallv_max_units(nranks)) / align * align;
+      c.count = unit;
+      c.send_count = c.recv_count = unit * alltoallv_max_units(nranks);
+      break;
+    }
     case BenchColl::kScatter:  // the root's sendbuf holds every block
       c.count = per_rank;
       c.send_count = per_rank * n;
@@ -88,10 +106,30 @@ RowCounts row_counts(BenchColl coll, uint64_t size_bytes, size_t elt_bytes, int 
 
 size_t allgatherv_shard(size_t unit, int rank) { return unit * (1 + static_cast<size_t>(rank % 3)); }
 
-size_t allgatherv_units(int nranks) {
-  size_t units = 0;
-  for (int r = 0; r < nranks; ++r) units += allgatherv_shard(1, r);
-  return units;
+size_t allgatherv_units(int nranks) { return shard_offset(1, nranks); }
+
+size_t shard_offset(size_t unit, int rank) {
+  size_t elements = 0;
+  for (int q = 0; q < rank; ++q) elements += allgatherv_shard(unit, q);
+  return elements;
+}
+
+size_t alltoallv_block(size_t unit, int src, int dst) {
+  return unit * (1 + static_cast<size_t>((src + dst) % 3));
+}
+
+size_t alltoallv_send_offset(size_t unit, int src, int dst) {
+  size_t elements = 0;
+  for (int d = 0; d < dst; ++d) elements += alltoallv_block(unit, src, d);
+  return elements;
+}
+
+size_t alltoallv_units(int nranks, int rank) { return alltoallv_send_offset(1, rank, nranks); }
+
+size_t alltoallv_max_units(int nranks) {
+  size_t most = 0;
+  for (int r = 0; r < nranks; ++r) most = std::max(most, alltoallv_units(nranks, r));
+  return most;
 }
 
 double busbw_factor(BenchColl coll, int nranks) {
@@ -106,6 +144,10 @@ double busbw_factor(BenchColl coll, int nranks) {
     case BenchColl::kGather:
     case BenchColl::kScatter:
     case BenchColl::kAllgatherv:
+    case BenchColl::kAlltoallv:
+    case BenchColl::kReduceScatterv:
+    case BenchColl::kGatherv:
+    case BenchColl::kScatterv:
       return (n - 1.0) / n;
     default:
       return 1.0;

@@ -32,11 +32,21 @@ struct RowCounts {
 // Allgatherv's uneven shards (collx-bench prints the pattern): rank r sends (1 + r % 3)
 // units, count being the unit, so the largest shard is 3x the smallest from 3 ranks on.
 RowCounts row_counts(BenchColl coll, uint64_t size_bytes, size_t elt_bytes, int nranks);
+// Reducescatterv, gatherv and scatterv use the same shards (rank r's block is
+// allgatherv_shard(count, r) elements, packed in rank order from shard_offset).
+// Alltoallv: rank s sends rank d (1 + (s + d) % 3) units (alltoallv_block); the buffers are
+// packed in rank order, and the size column is the largest rank's buffer.
 size_t allgatherv_shard(size_t unit, int rank);
 size_t allgatherv_units(int nranks);  // units of every shard together
+size_t shard_offset(size_t unit, int rank);  // elements of the shards of ranks before `rank`
+size_t alltoallv_block(size_t unit, int src, int dst);
+size_t alltoallv_units(int nranks, int rank);  // units rank sends (= units it receives)
+size_t alltoallv_max_units(int nranks);        // the largest of those
+// Element offset of block `dst` in rank `src`'s send buffer (packed).
+size_t alltoallv_send_offset(size_t unit, int src, int dst);
 
 // busbw = algbw * factor: 2(n-1)/n for allreduce, (n-1)/n for reducescatter, allgather,
-// alltoall, gather, scatter and allgatherv, 1 for broadcast, reduce and sendrecv.
+// alltoall, gather, scatter and every v-collective, 1 for broadcast, reduce and sendrecv.
 double busbw_factor(BenchColl coll, int nranks);
 // algbw in GB/s (1e9 B/s) for `bytes` moved in `time_us`; 0 when the time is not positive.
 double algbw_gbs(uint64_t bytes, double time_us);

@@ -121,7 +121,11 @@ typedef enum collx_coll {
   COLLX_COLL_GATHER = 9,
   COLLX_COLL_SCATTER = 10,
   COLLX_COLL_ALLGATHERV = 11,
-  COLLX_NUM_COLLS = 12
+  COLLX_COLL_ALLTOALLV = 12,
+  COLLX_COLL_REDUCE_SCATTERV = 13,
+  COLLX_COLL_GATHERV = 14,
+  COLLX_COLL_SCATTERV = 15,
+  COLLX_NUM_COLLS = 16
 } collx_coll_t;
 
 /* Algorithms. COLLX_ALGO_AUTO lets the library choose by collective and size; the others
@@ -132,10 +136,10 @@ typedef enum collx_algorithm {
   COLLX_ALGO_RING = 1,               /* allreduce, reduce_scatter, allgather */
   COLLX_ALGO_RECURSIVE_DOUBLING = 2, /* allreduce (small messages) */
   COLLX_ALGO_BINOMIAL = 3,           /* broadcast, reduce */
-  COLLX_ALGO_PAIRWISE = 4,           /* alltoall, allgatherv */
+  COLLX_ALGO_PAIRWISE = 4,           /* alltoall, allgatherv, alltoallv, reduce_scatterv */
   COLLX_ALGO_DISSEMINATION = 5,      /* barrier */
-  COLLX_ALGO_DIRECT = 6,             /* send/recv; gather, scatter (the root exchanges with
-                                        every rank directly) */
+  COLLX_ALGO_DIRECT = 6,             /* send/recv; gather, scatter, gatherv, scatterv (the root
+                                        exchanges with every rank directly) */
   COLLX_ALGO_RABENSEIFNER = 7,       /* allreduce: recursive halving + doubling (large messages) */
   COLLX_ALGO_DOUBLE_TREE = 8,        /* allreduce: two pipelined binary trees (NCCL's double binary tree) */
   COLLX_ALGO_SHARED_MEMORY = 9,      /* allreduce, reduce_scatter, allgather: every rank reads its peers'
@@ -443,6 +447,49 @@ COLLX_API collx_status_t collx_allgatherv(const void* sendbuf, size_t sendcount,
                                           collx_datatype_t datatype, collx_comm_t comm,
                                           const collx_opts_t* opts);
 
+/* v-collectives (docs/collectives-v.md). Counts and displacements are size_t arrays of one
+ * entry per rank, in elements, read during the call only (the nonblocking forms copy them).
+ * A NULL displacement array packs the blocks in rank order (displs[r] = counts[0] + ... +
+ * counts[r-1]). Blocks a rank receives must not overlap one another. CUDA device buffers:
+ * COLLX_ERR_UNSUPPORTED. */
+
+/* MPI_Alltoallv: block j of sendbuf (sendcounts[j] elements at sdispls[j]) goes to rank j,
+ * which stores it at rdispls[rank] of its recvbuf (recvcounts[rank] elements). Rank r's
+ * sendcounts[j] must equal rank j's recvcounts[r]: a pair that disagrees gets
+ * COLLX_ERR_MISMATCH (every pair exchanges one message, empty blocks included, whose size is
+ * checked). sendcounts[rank] must equal recvcounts[rank]. No in-place form: sendbuf's blocks
+ * must not overlap recvbuf's. sendcounts and recvcounts must not be NULL. */
+COLLX_API collx_status_t collx_alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
+                                         void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
+                                         collx_datatype_t datatype, collx_comm_t comm,
+                                         const collx_opts_t* opts);
+
+/* MPI_Reduce_scatter: sendbuf holds every rank's block packed in rank order (recvcounts[0] +
+ * ... + recvcounts[size-1] elements); rank r's recvbuf (recvcounts[r] elements) gets the
+ * reduction over ranks of block r. Every op and datatype of collx_reduce_scatter. recvcounts
+ * must be the same on every rank (else COLLX_ERR_MISMATCH). In place: recvbuf == sendbuf +
+ * recvcounts[0] + ... + recvcounts[rank-1] (in elements); any other overlap is an error. */
+COLLX_API collx_status_t collx_reduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                               collx_datatype_t datatype, collx_op_t op, collx_comm_t comm,
+                                               const collx_opts_t* opts);
+
+/* MPI_Gatherv: rank r's sendbuf (sendcount elements) lands in the root's recvbuf at displs[r]
+ * (recvcounts[r] elements, which must equal rank r's sendcount: else COLLX_ERR_MISMATCH).
+ * recvbuf, recvcounts and displs are read on the root only and may be NULL elsewhere.
+ * In place (root only): sendbuf == recvbuf + displs[root] (in elements). */
+COLLX_API collx_status_t collx_gatherv(const void* sendbuf, size_t sendcount, void* recvbuf,
+                                       const size_t* recvcounts, const size_t* displs,
+                                       collx_datatype_t datatype, int32_t root, collx_comm_t comm,
+                                       const collx_opts_t* opts);
+
+/* MPI_Scatterv: sendcounts[r] elements at displs[r] of the root's sendbuf go to rank r's
+ * recvbuf (recvcount elements, which must equal the root's sendcounts[r]: else
+ * COLLX_ERR_MISMATCH). sendbuf, sendcounts and displs are read on the root only and may be
+ * NULL elsewhere. In place (root only): recvbuf == sendbuf + displs[root] (in elements). */
+COLLX_API collx_status_t collx_scatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs,
+                                        void* recvbuf, size_t recvcount, collx_datatype_t datatype,
+                                        int32_t root, collx_comm_t comm, const collx_opts_t* opts);
+
 /* Returns when every rank has entered the barrier. */
 COLLX_API collx_status_t collx_barrier(collx_comm_t comm, const collx_opts_t* opts);
 
@@ -494,6 +541,23 @@ COLLX_API collx_status_t collx_iallgatherv(const void* sendbuf, size_t sendcount
                                            const size_t* recvcounts, const size_t* displs,
                                            collx_datatype_t datatype, collx_comm_t comm,
                                            const collx_opts_t* opts, collx_request_t* request);
+/* Nonblocking v-collectives: the count and displacement arrays are copied before the call
+ * returns (they may be reused at once); the data buffers are borrowed until completion. */
+COLLX_API collx_status_t collx_ialltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
+                                          void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
+                                          collx_datatype_t datatype, collx_comm_t comm,
+                                          const collx_opts_t* opts, collx_request_t* request);
+COLLX_API collx_status_t collx_ireduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                                collx_datatype_t datatype, collx_op_t op, collx_comm_t comm,
+                                                const collx_opts_t* opts, collx_request_t* request);
+COLLX_API collx_status_t collx_igatherv(const void* sendbuf, size_t sendcount, void* recvbuf,
+                                        const size_t* recvcounts, const size_t* displs,
+                                        collx_datatype_t datatype, int32_t root, collx_comm_t comm,
+                                        const collx_opts_t* opts, collx_request_t* request);
+COLLX_API collx_status_t collx_iscatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs,
+                                         void* recvbuf, size_t recvcount, collx_datatype_t datatype,
+                                         int32_t root, collx_comm_t comm, const collx_opts_t* opts,
+                                         collx_request_t* request);
 COLLX_API collx_status_t collx_ibarrier(collx_comm_t comm, const collx_opts_t* opts,
                                         collx_request_t* request);
 COLLX_API collx_status_t collx_isend(const void* buf, size_t count, collx_datatype_t datatype,

@@ -1,5 +1,6 @@
 // Collective and point-to-point entry points, blocking and nonblocking, and requests.
 #include "lib/api/handles.h"
+#include "lib/core/names.h"
 
 using namespace collx;
 
@@ -54,23 +55,94 @@ CollCall make_p2p(collx_coll_t coll, const void* sendbuf, void* recvbuf, size_t 
   return call;
 }
 
+// One per-rank array pair of a v-collective, copied (displs packed in rank order when NULL;
+// overflow is validate_v's to report). `counts` must not be NULL.
+Status copy_layout(collx_comm_t comm, const char* coll, const char* counts_name, const size_t* counts,
+                   const size_t* displs, std::vector<size_t>* out_counts, std::vector<size_t>* out_displs) {
+  if (!counts) {
+    return make_status(COLLX_ERR_INVALID_ARG, "%s: %s is NULL (it needs one entry per rank)", coll, counts_name);
+  }
+  const size_t n = static_cast<size_t>(comm->impl->size());
+  out_counts->assign(counts, counts + n);
+  out_displs->resize(n);
+  size_t packed = 0;
+  for (size_t r = 0; r < n; ++r) {
+    (*out_displs)[r] = displs ? displs[r] : packed;
+    packed += counts[r];
+  }
+  return Status::Ok();
+}
+
 // All-gatherv: the arrays are copied here, while the caller's pointers are known valid.
 // `datatype` is the caller's raw value (validate() rejects one outside collx_datatype_t).
 Status make_v_call(collx_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
                    const size_t* displs, int32_t datatype, CollCall* call) {
   if (!comm || !comm->impl) return api::null_handle("comm");
-  if (!recvcounts) return make_status(COLLX_ERR_INVALID_ARG, "allgatherv: recvcounts is NULL (it needs one entry per rank)");
-  const size_t n = static_cast<size_t>(comm->impl->size());
   *call = make_call(COLLX_COLL_ALLGATHERV, sendbuf, recvbuf, sendcount, COLLX_UINT8, COLLX_SUM, 0);
   call->datatype = datatype;
-  call->counts.assign(recvcounts, recvcounts + n);
-  call->displs.resize(n);
-  size_t packed = 0;  // overflow is validate_v's to report
-  for (size_t r = 0; r < n; ++r) {
-    call->displs[r] = displs ? displs[r] : packed;
-    packed += recvcounts[r];
-  }
-  return Status::Ok();
+  return copy_layout(comm, "allgatherv", "recvcounts", recvcounts, displs, &call->counts, &call->displs);
+}
+
+// --- v-collectives: all-to-allv, reduce-scatterv, gatherv, scatterv (docs/collectives-v.md) ---
+
+// Builds a v-call (its arrays copied by `layout`) and runs it, blocking or not. `datatype`
+// and `op` are read once as integers by the caller: they may be out of range.
+template <class Layout>
+collx_status_t run_v(collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request, bool nonblocking,
+                     CollCall call, Layout layout) {
+  collx_status_t rc = api::guarded(comm, [&]() -> Status {
+    if (!comm || !comm->impl) return api::null_handle("comm");
+    return layout(comm->impl->rank(), &call);
+  });
+  if (rc != COLLX_OK) return rc;
+  return nonblocking ? run_nonblocking(comm, opts, std::move(call), request) : run_blocking(comm, opts, std::move(call));
+}
+
+CollCall v_call(collx_coll_t coll, const void* sendbuf, void* recvbuf, size_t count, int32_t datatype, int32_t op,
+                int root) {
+  CollCall call = make_call(coll, sendbuf, recvbuf, count, COLLX_UINT8, COLLX_SUM, root);
+  call.datatype = datatype;
+  call.op = op;
+  return call;
+}
+
+collx_status_t alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, void* recvbuf,
+                         const size_t* recvcounts, const size_t* rdispls, int32_t datatype, collx_comm_t comm,
+                         const collx_opts_t* opts, collx_request_t* request, bool nonblocking) {
+  return run_v(comm, opts, request, nonblocking, v_call(COLLX_COLL_ALLTOALLV, sendbuf, recvbuf, 0, datatype, 0, 0),
+               [&](int, CollCall* call) -> Status {
+                 COLLX_RETURN_IF_ERROR(copy_layout(comm, "alltoallv", "sendcounts", sendcounts, sdispls,
+                                                   &call->send_counts, &call->send_displs));
+                 return copy_layout(comm, "alltoallv", "recvcounts", recvcounts, rdispls, &call->counts,
+                                    &call->displs);
+               });
+}
+
+collx_status_t reduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts, int32_t datatype,
+                               int32_t op, collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request,
+                               bool nonblocking) {
+  return run_v(comm, opts, request, nonblocking,
+               v_call(COLLX_COLL_REDUCE_SCATTERV, sendbuf, recvbuf, 0, datatype, op, 0),
+               [&](int rank, CollCall* call) -> Status {
+                 // sendbuf is packed in rank order; count: this rank's block.
+                 COLLX_RETURN_IF_ERROR(copy_layout(comm, "reduce_scatterv", "recvcounts", recvcounts, nullptr,
+                                                   &call->counts, &call->displs));
+                 call->count = call->counts[static_cast<size_t>(rank)];
+                 return Status::Ok();
+               });
+}
+
+// Gatherv and scatterv: the root's arrays (`counts`, `displs`) are read on the root only.
+collx_status_t rooted_v(collx_coll_t coll, const void* sendbuf, void* recvbuf, size_t count, const size_t* counts,
+                        const size_t* displs, int32_t datatype, int32_t root, collx_comm_t comm,
+                        const collx_opts_t* opts, collx_request_t* request, bool nonblocking) {
+  const bool gathers = coll == COLLX_COLL_GATHERV;
+  return run_v(comm, opts, request, nonblocking, v_call(coll, sendbuf, recvbuf, count, datatype, 0, root),
+               [&](int rank, CollCall* call) -> Status {
+                 if (rank != root) return Status::Ok();
+                 return copy_layout(comm, coll_name(coll), gathers ? "recvcounts" : "sendcounts", counts, displs,
+                                    &call->counts, &call->displs);
+               });
 }
 
 }  // namespace
@@ -183,6 +255,60 @@ collx_status_t collx_iallgatherv(const void* sendbuf, size_t sendcount, void* re
     return make_v_call(comm, sendbuf, sendcount, recvbuf, recvcounts, displs, raw_datatype, &call);
   });
   return rc != COLLX_OK ? rc : run_nonblocking(comm, opts, std::move(call), request);
+}
+// --- v-collectives: all-to-allv, reduce-scatterv, gatherv, scatterv ---
+// The enums are read once as integers: a C caller may pass any value.
+collx_status_t collx_alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, void* recvbuf,
+                               const size_t* recvcounts, const size_t* rdispls, collx_datatype_t datatype,
+                               collx_comm_t comm, const collx_opts_t* opts) {
+  const int32_t dt = datatype;
+  return alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dt, comm, opts, nullptr, false);
+}
+collx_status_t collx_ialltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, void* recvbuf,
+                                const size_t* recvcounts, const size_t* rdispls, collx_datatype_t datatype,
+                                collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request) {
+  const int32_t dt = datatype;
+  return alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dt, comm, opts, request, true);
+}
+collx_status_t collx_reduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                     collx_datatype_t datatype, collx_op_t op, collx_comm_t comm,
+                                     const collx_opts_t* opts) {
+  const int32_t dt = datatype, raw_op = op;
+  return reduce_scatterv(sendbuf, recvbuf, recvcounts, dt, raw_op, comm, opts, nullptr, false);
+}
+collx_status_t collx_ireduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                      collx_datatype_t datatype, collx_op_t op, collx_comm_t comm,
+                                      const collx_opts_t* opts, collx_request_t* request) {
+  const int32_t dt = datatype, raw_op = op;
+  return reduce_scatterv(sendbuf, recvbuf, recvcounts, dt, raw_op, comm, opts, request, true);
+}
+collx_status_t collx_gatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                             const size_t* displs, collx_datatype_t datatype, int32_t root, collx_comm_t comm,
+                             const collx_opts_t* opts) {
+  const int32_t dt = datatype;
+  return rooted_v(COLLX_COLL_GATHERV, sendbuf, recvbuf, sendcount, recvcounts, displs, dt, root, comm, opts,
+                  nullptr, false);
+}
+collx_status_t collx_igatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                              const size_t* displs, collx_datatype_t datatype, int32_t root, collx_comm_t comm,
+                              const collx_opts_t* opts, collx_request_t* request) {
+  const int32_t dt = datatype;
+  return rooted_v(COLLX_COLL_GATHERV, sendbuf, recvbuf, sendcount, recvcounts, displs, dt, root, comm, opts,
+                  request, true);
+}
+collx_status_t collx_scatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs, void* recvbuf,
+                              size_t recvcount, collx_datatype_t datatype, int32_t root, collx_comm_t comm,
+                              const collx_opts_t* opts) {
+  const int32_t dt = datatype;
+  return rooted_v(COLLX_COLL_SCATTERV, sendbuf, recvbuf, recvcount, sendcounts, displs, dt, root, comm, opts,
+                  nullptr, false);
+}
+collx_status_t collx_iscatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs, void* recvbuf,
+                               size_t recvcount, collx_datatype_t datatype, int32_t root, collx_comm_t comm,
+                               const collx_opts_t* opts, collx_request_t* request) {
+  const int32_t dt = datatype;
+  return rooted_v(COLLX_COLL_SCATTERV, sendbuf, recvbuf, recvcount, sendcounts, displs, dt, root, comm, opts,
+                  request, true);
 }
 collx_status_t collx_ibarrier(collx_comm_t comm, const collx_opts_t* opts, collx_request_t* request) {
   return run_nonblocking(comm, opts, make_call(COLLX_COLL_BARRIER, nullptr, nullptr, 0, COLLX_UINT8, COLLX_SUM, 0),

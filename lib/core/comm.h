@@ -43,9 +43,13 @@ struct CollCall {
   int64_t timeout_ms = -1;  // -1: the communicator's
   double premul_scalar = 1.0;
   void* stream = nullptr;  // cudaStream_t of device buffers (lib/core/comm_device.cc)
-  // All-gatherv: the caller's recvcounts and displs, copied (displs filled in when NULL),
-  // so a nonblocking call does not read the caller's arrays after it returned.
+  // v-collectives: the caller's arrays, copied (displs filled in, packed, when NULL) so a
+  // nonblocking call does not read them after it returned. counts/displs: recvcounts and
+  // displs of all-gatherv, gatherv (root) and all-to-allv (rdispls), recvcounts with packed
+  // offsets of reduce-scatterv, sendcounts and displs of scatterv (root). send_counts and
+  // send_displs: all-to-allv's sendcounts and sdispls.
   std::vector<size_t> counts, displs;
+  std::vector<size_t> send_counts, send_displs;
 };
 
 // Settings a communicator reads once at creation (children inherit them).
@@ -165,7 +169,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void use_ring_order(const std::vector<std::string>& host_of_rank);  // ring_order_, ring_position_
   std::string nearest_interface(const std::string& route_to_host) const;
   Status validate(const CollCall& call) const;
-  Status validate_v(const CollCall& call) const;  // all-gatherv (validate_v.cc)
+  Status validate_v(const CollCall& call) const;  // v-collectives (validate_v.cc)
   Status prepare(const CollCall& call, transport::OpDesc* desc) const;
   // Runs one collective on the calling thread (caller or executor). Poisons on failure.
   Status execute(const CollCall& call, const transport::OpDesc& desc);

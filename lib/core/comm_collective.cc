@@ -81,8 +81,8 @@ Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) cons
   // size, which never change): a call equal to the last accepted one is accepted again and
   // gets the same algorithm without repeating either.
   LastCall& same = last_call_;
-  // All-gatherv's arrays may hold new values at the same addresses: always validated.
-  const bool v_layout = checked.coll == COLLX_COLL_ALLGATHERV;
+  // A v-collective's arrays may hold new values at the same addresses: always validated.
+  const bool v_layout = coll_is_v(checked.coll);
   const bool repeat = !v_layout && same.valid && same.coll == checked.coll && same.count == checked.count &&
                       same.sendbuf == checked.sendbuf && same.recvbuf == checked.recvbuf &&
                       same.datatype == checked.datatype && same.op == checked.op &&
@@ -109,14 +109,14 @@ Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) cons
   }
   desc->kind = static_cast<uint8_t>(call.coll);
   desc->datatype = call.coll == COLLX_COLL_BARRIER ? 0 : static_cast<uint8_t>(call.datatype);
-  const bool reduces = call.coll == COLLX_COLL_ALLREDUCE || call.coll == COLLX_COLL_REDUCE_SCATTER ||
-                       call.coll == COLLX_COLL_REDUCE;
-  desc->op = reduces ? static_cast<uint8_t>(call.op) : 0;
+  desc->op = coll_reduces(call.coll) ? static_cast<uint8_t>(call.op) : 0;
   desc->algorithm = static_cast<uint8_t>(algorithm);
   desc->root = coll_has_root(call.coll) ? call.root : -1;
-  // Ranks compare OpDescs, so a v-collective's counts array is carried as its hash: ranks
-  // that passed different arrays fail with a mismatch instead of receiving wrong sizes.
-  desc->count = v_layout ? counts_hash(call.counts) : call.count;
+  // Ranks compare OpDescs, so a v-collective's counts array, where every rank passes the
+  // same one, is carried as its hash: ranks that passed different arrays fail with a
+  // mismatch instead of receiving wrong sizes. The others' arrays differ by rank; their
+  // sizes are checked message by message (each pair exchanges one message per block).
+  desc->count = coll_counts_hashed(call.coll) ? counts_hash(call.counts) : v_layout ? 0 : call.count;
   return Status::Ok();
 }
 
@@ -214,7 +214,11 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
     ctx.rank = ring_position_;  // the result does not depend on rank order
     ctx.rank_at = ring_order_.data();
   }
-  if (args.count == 0 && args.desc.kind != COLLX_COLL_BARRIER) {
+  // All-to-allv, gatherv and scatterv: a rank's own count says nothing of its peers'; their
+  // schedules exchange (empty) messages with every peer they would meet anyway.
+  const bool own_counts = args.desc.kind == COLLX_COLL_ALLTOALLV || args.desc.kind == COLLX_COLL_GATHERV ||
+                          args.desc.kind == COLLX_COLL_SCATTERV;
+  if (args.count == 0 && args.desc.kind != COLLX_COLL_BARRIER && !own_counts) {
     // Nothing to move, but the ranks still meet: a rank that passed 0 while another passed
     // 5 (or called something else) must fail with a mismatch, not leave its peers waiting.
     // The empty messages of a barrier carry this call's OpDesc, which is what gets compared.
@@ -250,10 +254,14 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
     case COLLX_ALGO_PAIRWISE:
       if (args.desc.kind == COLLX_COLL_ALLTOALL) return algo::alltoall_pairwise(ctx, args);
       if (args.desc.kind == COLLX_COLL_ALLGATHERV) return algo::allgatherv_pairwise(ctx, args);
+      if (args.desc.kind == COLLX_COLL_ALLTOALLV) return algo::alltoallv_pairwise(ctx, args);
+      if (args.desc.kind == COLLX_COLL_REDUCE_SCATTERV) return algo::reduce_scatterv_pairwise(ctx, args);
       break;
     case COLLX_ALGO_DIRECT:
       if (args.desc.kind == COLLX_COLL_GATHER) return algo::gather_direct(ctx, args);
       if (args.desc.kind == COLLX_COLL_SCATTER) return algo::scatter_direct(ctx, args);
+      if (args.desc.kind == COLLX_COLL_GATHERV) return algo::gatherv_direct(ctx, args);
+      if (args.desc.kind == COLLX_COLL_SCATTERV) return algo::scatterv_direct(ctx, args);
       break;
     case COLLX_ALGO_DISSEMINATION:
       if (args.desc.kind == COLLX_COLL_BARRIER) return algo::barrier_dissemination(ctx, args);
@@ -274,21 +282,23 @@ Status Communicator::dispatch(const CollCall& call, const transport::OpDesc& des
   args.datatype = static_cast<collx_datatype_t>(call.datatype);
   args.op = static_cast<collx_op_t>(call.op);
   args.root = call.root;
-  if (call.coll == COLLX_COLL_ALLGATHERV) {
-    args.count = total_count(call);
-    args.counts = call.counts.data();
-    args.displs = call.displs.data();
+  if (coll_is_v(call.coll)) {
+    // Gatherv and scatterv keep count = this rank's block; the others run on the total.
+    if (call.coll != COLLX_COLL_GATHERV && call.coll != COLLX_COLL_SCATTERV) args.count = total_count(call);
+    args.counts = call.counts.empty() ? nullptr : call.counts.data();
+    args.displs = call.displs.empty() ? nullptr : call.displs.data();
+    args.send_counts = call.send_counts.empty() ? nullptr : call.send_counts.data();
+    args.send_displs = call.send_displs.empty() ? nullptr : call.send_displs.data();
   }
   args.desc = desc;
   args.deadline = deadline;
-  const bool reduces = call.coll == COLLX_COLL_ALLREDUCE || call.coll == COLLX_COLL_REDUCE_SCATTER ||
-                       call.coll == COLLX_COLL_REDUCE;
-  if (!reduces) return run_algorithm(args);
+  if (!coll_reduces(call.coll)) return run_algorithm(args);
 
   // PREMUL_SUM: scale this rank's input into scratch, then sum out of place. AVG: sum,
   // then divide the part of the result this rank holds.
   const size_t element = datatype_size(call.datatype);
-  const size_t input_count = call.coll == COLLX_COLL_REDUCE_SCATTER ? call.count * static_cast<size_t>(size_) : call.count;
+  size_t input_count = call.coll == COLLX_COLL_REDUCE_SCATTER ? call.count * static_cast<size_t>(size_) : call.count;
+  if (call.coll == COLLX_COLL_REDUCE_SCATTERV) input_count = total_count(call);  // call.count: this rank's block
   if (call.op == COLLX_PREMUL_SUM && input_count > 0) {
     void* scaled = core_scratch_.get(0, input_count * element);
     if (!scaled) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lib/common/log.h"
+#include "lib/core/names.h"
 #include "lib/core/store_bootstrap.h"
 #include "lib/cuda/device.h"
 #include "lib/dtype/datatype.h"
@@ -67,10 +68,14 @@ class DeviceState {
 
 Status device_check(const CollCall& call, CollCall* checked) {
   *checked = call;
-  if (call.coll == COLLX_COLL_ALLGATHERV &&
-      (call.mem_kind == COLLX_MEM_CUDA || cuda::pointer_kind(call.recvbuf) == COLLX_MEM_CUDA ||
-       cuda::pointer_kind(call.sendbuf) == COLLX_MEM_CUDA)) {
-    return make_status(COLLX_ERR_UNSUPPORTED, "allgatherv: CUDA device buffers are not supported; pass host buffers");
+  // Buffers stated as host memory are not probed: each probe without a CUDA driver is a
+  // failed dlopen search, milliseconds per call on a loaded machine.
+  const bool probe = call.mem_kind == COLLX_MEM_AUTO;
+  if (coll_is_v(call.coll) &&
+      (call.mem_kind == COLLX_MEM_CUDA || (probe && cuda::pointer_kind(call.recvbuf) == COLLX_MEM_CUDA) ||
+       (probe && cuda::pointer_kind(call.sendbuf) == COLLX_MEM_CUDA))) {
+    return make_status(COLLX_ERR_UNSUPPORTED, "%s: CUDA device buffers are not supported; pass host buffers",
+                       coll_name(call.coll));
   }
   if (call.mem_kind != COLLX_MEM_CUDA || !cuda::built_with_cuda()) return Status::Ok();  // validate() decides
   std::string why;

@@ -45,6 +45,8 @@ std::vector<collx_algorithm_t> CostModel::candidates(collx_coll_t coll) {
       return {COLLX_ALGO_BINOMIAL};
     case COLLX_COLL_ALLTOALL:
     case COLLX_COLL_ALLGATHERV:
+    case COLLX_COLL_ALLTOALLV:
+    case COLLX_COLL_REDUCE_SCATTERV:
       return {COLLX_ALGO_PAIRWISE};
     case COLLX_COLL_BARRIER:
       return {COLLX_ALGO_DISSEMINATION};
@@ -128,7 +130,8 @@ Prediction CostModel::predict(collx_coll_t coll, collx_algorithm_t algorithm, ui
       out.messages = static_cast<uint64_t>(ceil_log2(p));
       break;
     case COLLX_ALGO_DIRECT:
-      if (coll == COLLX_COLL_GATHER || coll == COLLX_COLL_SCATTER) {
+      if (coll == COLLX_COLL_GATHER || coll == COLLX_COLL_SCATTER || coll == COLLX_COLL_GATHERV ||
+          coll == COLLX_COLL_SCATTERV) {
         // `bytes` is the root's whole buffer; the root moves all but its own block.
         out.micros = (p - 1) * a + n * (p - 1) / p * b;
         out.messages = static_cast<uint64_t>(p - 1);

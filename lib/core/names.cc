@@ -11,7 +11,8 @@ namespace {
 
 const char* const kCollNames[COLLX_NUM_COLLS] = {
     "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce",
-    "alltoall",  "barrier",        "send",      "recv",   "gather", "scatter", "allgatherv"};
+    "alltoall",  "barrier",        "send",      "recv",   "gather", "scatter", "allgatherv",
+    "alltoallv", "reduce_scatterv", "gatherv",   "scatterv"};
 
 const char* const kAlgorithmNames[COLLX_NUM_ALGORITHMS] = {
     "auto", "ring", "recursive_doubling", "binomial", "pairwise", "dissemination", "direct", "rabenseifner",
@@ -39,6 +40,7 @@ const char* algorithm_name(int algorithm) {
 bool coll_from_name(const std::string& name, collx_coll_t* out) {
   std::string n = normalize(name);
   if (n == "reducescatter") n = "reduce_scatter";
+  if (n == "reducescatterv") n = "reduce_scatterv";
   if (n == "bcast") n = "broadcast";
   for (int i = 0; i < COLLX_NUM_COLLS; ++i) {
     if (n == kCollNames[i]) {
@@ -65,8 +67,20 @@ bool algorithm_from_name(const std::string& name, collx_algorithm_t* out) {
 
 bool coll_has_root(int coll) {
   return coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE || coll == COLLX_COLL_GATHER ||
-         coll == COLLX_COLL_SCATTER;
+         coll == COLLX_COLL_SCATTER || coll == COLLX_COLL_GATHERV || coll == COLLX_COLL_SCATTERV;
 }
+
+bool coll_reduces(int coll) {
+  return coll == COLLX_COLL_ALLREDUCE || coll == COLLX_COLL_REDUCE_SCATTER || coll == COLLX_COLL_REDUCE ||
+         coll == COLLX_COLL_REDUCE_SCATTERV;
+}
+
+bool coll_is_v(int coll) {
+  return coll == COLLX_COLL_ALLGATHERV || coll == COLLX_COLL_ALLTOALLV || coll == COLLX_COLL_REDUCE_SCATTERV ||
+         coll == COLLX_COLL_GATHERV || coll == COLLX_COLL_SCATTERV;
+}
+
+bool coll_counts_hashed(int coll) { return coll == COLLX_COLL_ALLGATHERV || coll == COLLX_COLL_REDUCE_SCATTERV; }
 
 bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
   switch (algorithm) {
@@ -86,27 +100,32 @@ bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
     case COLLX_ALGO_BINOMIAL:
       return coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE;
     case COLLX_ALGO_PAIRWISE:
-      return coll == COLLX_COLL_ALLTOALL || coll == COLLX_COLL_ALLGATHERV;
+      return coll == COLLX_COLL_ALLTOALL || coll == COLLX_COLL_ALLGATHERV || coll == COLLX_COLL_ALLTOALLV ||
+             coll == COLLX_COLL_REDUCE_SCATTERV;
     case COLLX_ALGO_DISSEMINATION:
       return coll == COLLX_COLL_BARRIER;
     case COLLX_ALGO_DIRECT:
       return coll == COLLX_COLL_SEND || coll == COLLX_COLL_RECV || coll == COLLX_COLL_GATHER ||
-             coll == COLLX_COLL_SCATTER;
+             coll == COLLX_COLL_SCATTER || coll == COLLX_COLL_GATHERV || coll == COLLX_COLL_SCATTERV;
     default:
       return false;
   }
 }
 
 std::string describe_op(const transport::OpDesc& d) {
-  const bool reduces = d.kind == COLLX_COLL_ALLREDUCE || d.kind == COLLX_COLL_REDUCE_SCATTER ||
-                       d.kind == COLLX_COLL_REDUCE;
+  const bool reduces = coll_reduces(d.kind);
   const bool rooted = coll_has_root(d.kind);
   const bool p2p = d.kind == COLLX_COLL_SEND || d.kind == COLLX_COLL_RECV;
   std::string out = p2p ? "send/recv" : coll_name(d.kind);
   if (!p2p) out += string_printf(" #%llu", static_cast<unsigned long long>(d.seq));
   // A v-collective's count field is a hash of its counts array (what ranks must agree on).
-  out += string_printf(d.kind == COLLX_COLL_ALLGATHERV ? " (counts hash %016llx, %s" : " (count %llu, %s",
-                       static_cast<unsigned long long>(d.count), datatype_name(d.datatype));
+  // The other v-collectives' sizes are checked message by message (coll_counts_hashed).
+  if (coll_is_v(d.kind) && !coll_counts_hashed(d.kind)) {
+    out += string_printf(" (counts per message, %s", datatype_name(d.datatype));
+  } else {
+    out += string_printf(coll_counts_hashed(d.kind) ? " (counts hash %016llx, %s" : " (count %llu, %s",
+                         static_cast<unsigned long long>(d.count), datatype_name(d.datatype));
+  }
   if (reduces) out += string_printf(", %s", op_name(d.op));
   if (rooted) out += string_printf(", root %d", static_cast<int>(d.root));
   if (!p2p) out += string_printf(", %s", algorithm_name(d.algorithm));

@@ -47,7 +47,8 @@ Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out)
     if (!coll_from_name(fields[0], &coll)) {
       return bad_rule(rule, "unknown collective '" + fields[0] +
                                 "' (known: allreduce, reduce_scatter, allgather, broadcast, "
-                                "reduce, alltoall, barrier, send, recv, gather, scatter, allgatherv)");
+                                "reduce, alltoall, barrier, send, recv, gather, scatter, allgatherv, alltoallv, "
+                                "reduce_scatterv, gatherv, scatterv)");
     }
     if (!algorithm_implements(algorithm, coll)) {
       return bad_rule(rule, std::string("algorithm '") + algorithm_name(algorithm) +

@@ -44,8 +44,7 @@ bool total_bytes(size_t count, size_t multiplier, size_t element, size_t* out) {
 Status Communicator::validate(const CollCall& c) const {
   const char* name = coll_name(c.coll);
   const bool has_data = c.coll != COLLX_COLL_BARRIER;
-  const bool reduces = c.coll == COLLX_COLL_ALLREDUCE || c.coll == COLLX_COLL_REDUCE_SCATTER ||
-                       c.coll == COLLX_COLL_REDUCE;
+  const bool reduces = coll_reduces(c.coll);
   if (has_data && !datatype_valid(c.datatype)) {
     return invalid(name, "%s", string_printf("unknown datatype %d (valid: 0..%d, see collx_datatype_t)",
                                              static_cast<int>(c.datatype), COLLX_NUM_DATATYPES - 1));
@@ -67,10 +66,10 @@ Status Communicator::validate(const CollCall& c) const {
   if (c.mem_kind < COLLX_MEM_AUTO || c.mem_kind > COLLX_MEM_CUDA) {
     return invalid(name, "%s", string_printf("unknown mem_kind %d in opts", c.mem_kind));
   }
-  if (c.coll == COLLX_COLL_ALLGATHERV) return validate_v(c);
   if (coll_has_root(c.coll) && (c.root < 0 || c.root >= size_)) {
     return invalid(name, "%s", string_printf("root %d is out of range for a communicator of %d ranks", c.root, size_));
   }
+  if (coll_is_v(c.coll)) return validate_v(c);
   if (c.coll == COLLX_COLL_SEND || c.coll == COLLX_COLL_RECV) {
     if (c.peer < 0 || c.peer >= size_) {
       return invalid(name, "%s", string_printf("peer %d is out of range for a communicator of %d ranks", c.peer, size_));

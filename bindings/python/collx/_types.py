@@ -55,6 +55,10 @@ class Coll(enum.IntEnum):
     GATHER = 9
     SCATTER = 10
     ALLGATHERV = 11
+    ALLTOALLV = 12
+    REDUCE_SCATTERV = 13
+    GATHERV = 14
+    SCATTERV = 15
 
 
 class Algorithm(enum.IntEnum):
