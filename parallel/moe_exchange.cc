@@ -28,23 +28,15 @@ collx_status_t exchange_rows(collx_moe_plan_t plan, const char* fn, const void* 
     rd[r] = ro;
     ro += rc[r];
   }
-  // TEMPORARY until collx_alltoallv lands (branch vcoll): blocks padded to the largest.
+  // Non-NULL buffers even when nothing moves.
+  unsigned char empty_send = 0, empty_recv = 0;
   collx_opts_t opts;
   collx_opts_init(&opts, sizeof opts);
   opts.timeout_ms = plan->timeout_ms;
-  uint64_t block = 0;
-  for (size_t r = 0; r < n; ++r) block = std::max<uint64_t>(block, std::max(sc[r], rc[r]));
-  collx_status_t st = collx_allreduce(&block, &block, 1, COLLX_UINT64, COLLX_MAX, plan->comm, &opts);
-  std::vector<unsigned char> sb(n * block + 1), rb(n * block + 1);
-  for (size_t r = 0; r < n && st == COLLX_OK; ++r)
-    if (sc[r]) std::memcpy(&sb[r * block], static_cast<const unsigned char*>(send) + sd[r], sc[r]);
-  if (st == COLLX_OK) st = collx_alltoall(sb.data(), rb.data(), block, COLLX_UINT8, plan->comm, &opts);
+  collx_status_t st = collx_alltoallv(so ? send : &empty_send, sc.data(), sd.data(), ro ? recv : &empty_recv, rc.data(),
+                                      rd.data(), COLLX_UINT8, plan->comm, &opts);
   if (st != COLLX_OK)
     return moe_fail(plan, st, fn, std::string("all-to-allv on the EP communicator failed: ") + collx_last_error(plan->comm));
-  for (size_t r = 0; r < n; ++r)
-    if (rc[r]) std::memcpy(static_cast<unsigned char*>(recv) + rd[r], &rb[r * block], rc[r]);
-  (void)so;
-  (void)ro;
   return COLLX_OK;
 }
 

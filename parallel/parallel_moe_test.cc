@@ -210,6 +210,24 @@ TEST(ParallelMoe, BadRoutingIsNamedOnEveryRank) {
     EXPECT_NE(std::string(collx_moe_last_error(plan)).find("not supported"), std::string::npos);
     collx_moe_plan_destroy(plan);
   });
+  // Rows of different sizes on the two ranks: the all-to-allv's size check names the
+  // disagreement instead of delivering misaligned rows.
+  world.run([&](int rank, collx_comm_t comm) {
+    const collx_moe_config_t cfg = moe_config(2, 1);
+    std::vector<int32_t> idx = {0, 1};
+    collx_moe_plan_t plan = nullptr;
+    ASSERT_EQ(collx_moe_plan_create(comm, &cfg, idx.data(), 2, &plan), COLLX_OK);
+    const size_t hidden = rank == 0 ? 3 : 4;
+    std::vector<float> x(2 * hidden, 1.0f), in(2 * hidden);
+    // The rank that sees the sizes differ gets COLLX_ERR_MISMATCH, the other COLLX_ERR_REMOTE
+    // naming it; the communicator is failed afterwards (this must stay the last case).
+    const collx_status_t st = collx_moe_dispatch(plan, x.data(), nullptr, in.data(), hidden, COLLX_FLOAT32);
+    EXPECT_TRUE(st == COLLX_ERR_MISMATCH || st == COLLX_ERR_REMOTE) << collx_moe_last_error(plan);
+    const std::string m = collx_moe_last_error(plan);
+    EXPECT_NE(m.find("all-to-allv"), std::string::npos) << m;
+    EXPECT_NE(m.find("COLLX_ERR_MISMATCH"), std::string::npos) << m;
+    collx_moe_plan_destroy(plan);
+  });
 }
 
 }  // namespace

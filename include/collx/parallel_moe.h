@@ -28,7 +28,8 @@
  * exactly the number of copies routed to this rank (it may be 0; experts may get 0 rows).
  *
  * Datatypes: COLLX_FLOAT32 or COLLX_FLOAT64 rows of `hidden` elements; gate weights and
- * scales are float (float32) whatever the row type. Data moves with collx_alltoallv on
+ * scales are float (float32) whatever the row type. hidden and the datatype must be the
+ * same on every EP rank (a difference fails the all-to-allv with COLLX_ERR_MISMATCH). Data moves with collx_alltoallv on
  * ep_comm, the counts with collx_allgather and collx_alltoall.
  *
  * Errors: every call returns collx_status_t; the message is in collx_moe_last_error(plan)
