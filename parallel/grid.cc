@@ -1,5 +1,5 @@
 // Process grid: config check across ranks, Megatron mixed-radix coordinates and the
-// sub-communicators of the common axis sets.
+// sub-communicators of the common axis sets (the expert layout's math is in grid_expert.cc).
 #include <cstdio>
 #include <sstream>
 
@@ -32,7 +32,20 @@ const uint32_t kPrecreated[] = {
     COLLX_AXIS_TP | COLLX_AXIS_CP,
     COLLX_AXIS_TP | COLLX_AXIS_CP | COLLX_AXIS_DP,
     COLLX_AXIS_TP | COLLX_AXIS_CP | COLLX_AXIS_DP | COLLX_AXIS_PP,
+    // Expert layout (Megatron's expert generator): EP, expert TP x EP, expert DP.
+    COLLX_AXIS_EP,
+    COLLX_AXIS_TP | COLLX_AXIS_EP,
+    COLLX_AXIS_EDP,
 };
+constexpr uint32_t kAllAxes =
+    COLLX_AXIS_TP | COLLX_AXIS_CP | COLLX_AXIS_EP | COLLX_AXIS_DP | COLLX_AXIS_PP | COLLX_AXIS_EDP;
+
+// A mask naming EP or EDP is read in the expert layout, where the DP entry is edp.
+bool is_expert_set(uint32_t axes) { return (axes & (COLLX_AXIS_EP | COLLX_AXIS_EDP)) != 0; }
+bool in_set(uint32_t axes, int d) {
+  if (is_expert_set(axes) && d == COLLX_DIM_DP) return (axes & COLLX_AXIS_EDP) != 0;
+  return (axes & kAxisBits[d]) != 0;
+}
 
 std::string axes_name(uint32_t axes) {
   std::string s;
@@ -42,10 +55,11 @@ std::string axes_name(uint32_t axes) {
       for (const char* c = kTokens[d]; *c; ++c) s += static_cast<char>(*c - 'a' + 'A');
     }
   }
-  if (axes & ~(COLLX_AXIS_TP | COLLX_AXIS_CP | COLLX_AXIS_EP | COLLX_AXIS_DP | COLLX_AXIS_PP)) {
+  if (axes & COLLX_AXIS_EDP) s += s.empty() ? "EDP" : "|EDP";
+  if (axes & ~kAllAxes) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%s0x%x", s.empty() ? "" : "|",
-                  static_cast<unsigned>(axes & ~0x1fu));
+                  static_cast<unsigned>(axes & ~kAllAxes));
     s += buf;
   }
   return s.empty() ? std::string("(empty set)") : s;
@@ -157,9 +171,6 @@ collx_status_t create(collx_comm_t world, const collx_grid_config_t* config, col
                                              std::to_string(dims[d]) + ", must be >= 1" +
                                              (d == COLLX_DIM_DP ? " (or 0 = the remainder)" : ""));
   }
-  if (dims[COLLX_DIM_EP] != 1)
-    return fail(COLLX_ERR_INVALID_ARG,
-                "ep is " + std::to_string(dims[COLLX_DIM_EP]) + "; only ep = 1 is supported");
   int64_t others = static_cast<int64_t>(dims[0]) * dims[1] * dims[4];
   std::string sizes = "tp=" + std::to_string(dims[0]) + " * cp=" + std::to_string(dims[1]) +
                       " * dp=" + std::to_string(dims[3]) + " * pp=" + std::to_string(dims[4]);
@@ -190,17 +201,30 @@ collx_status_t create(collx_comm_t world, const collx_grid_config_t* config, col
     int d = perm[i];
     grid->dims[d] = dims[d];
     grid->stride[d] = stride;
-    stride *= dims[d];
+    stride *= d == COLLX_DIM_EP ? 1 : dims[d];  // the dense layers see ep as 1
     if (i) grid->order += "-";
     grid->order += kTokens[d];
   }
+  why = plan_expert_layout(grid, perm);
+  if (!why.empty()) {
+    delete grid;
+    return fail(COLLX_ERR_INVALID_ARG, why);
+  }
   // 3 and 4. Coordinates, then one split per axis set, in a fixed order on every rank.
-  int32_t coords[5];
-  for (int d = 0; d < 5; ++d) coords[d] = (rank / grid->stride[d]) % grid->dims[d];
+  int32_t coords[5], ecoords[5];
+  mixed_radix_coords(grid->dims, grid->stride, rank, coords);
+  expert_coords(grid, rank, ecoords);
   for (uint32_t axes : kPrecreated) {
+    const bool expert = is_expert_set(axes);
     int32_t color = 0;  // the world rank of the group's first member
-    for (int d = 0; d < 5; ++d)
-      if (!(axes & kAxisBits[d])) color += coords[d] * grid->stride[d];
+    if (expert) {
+      int32_t first[5];
+      for (int d = 0; d < 5; ++d) first[d] = in_set(axes, d) ? 0 : ecoords[d];
+      color = expert_rank(grid, first);
+    } else {
+      for (int d = 0; d < 5; ++d)
+        if (!in_set(axes, d) && d != COLLX_DIM_EP) color += coords[d] * grid->stride[d];
+    }
     collx_comm_t sub = nullptr;
     st = collx_comm_split(world, color, rank, &sub);
     if (st != COLLX_OK) {
@@ -265,9 +289,8 @@ COLLX_API collx_status_t collx_grid_comm(collx_grid_t grid, uint32_t axes, collx
   return guarded(
       [&]() -> collx_status_t {
         *comm = nullptr;
-        uint32_t want = axes & ~COLLX_AXIS_EP;
         for (const auto& p : grid->comms) {
-          if (p.first == want && want != 0) {
+          if (p.first == axes && axes != 0) {
             *comm = p.second;
             return COLLX_OK;
           }
@@ -296,7 +319,11 @@ COLLX_API collx_status_t collx_grid_coords(collx_grid_t grid, int32_t rank,
     return grid_fail(grid, COLLX_ERR_INVALID_ARG,
                      "collx_grid_coords: rank " + std::to_string(rank) + " is out of range [0, " +
                          std::to_string(grid->world_size) + ")");
-  for (int d = 0; d < COLLX_GRID_NUM_DIMS; ++d) coords[d] = (rank / grid->stride[d]) % grid->dims[d];
+  collx::parallel::mixed_radix_coords(grid->dims, grid->stride, rank, coords);
+  // The dense layers see ep as 1; the EP index comes from the expert layout.
+  int32_t ec[COLLX_GRID_NUM_DIMS];
+  collx::parallel::expert_coords(grid, rank, ec);
+  coords[COLLX_DIM_EP] = ec[COLLX_DIM_EP];
   return COLLX_OK;
 }
 
@@ -312,7 +339,7 @@ COLLX_API collx_status_t collx_grid_rank_of(collx_grid_t grid,
                        std::string("collx_grid_rank_of: coordinate ") +
                            collx::parallel::kTokens[d] + " = " + std::to_string(coords[d]) +
                            " is out of range [0, " + std::to_string(grid->dims[d]) + ")");
-    r += coords[d] * grid->stride[d];
+    if (d != COLLX_DIM_EP) r += coords[d] * grid->stride[d];  // ep follows from cp and dp
   }
   *rank = r;
   return COLLX_OK;

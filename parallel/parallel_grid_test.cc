@@ -227,8 +227,8 @@ TEST(ParallelGrid, BadArgumentsGiveInvalidArgOnEveryRank) {
       {make_config(2, 1, 2, 1, "dp-pp"), "\"tp\" is missing"},
       {make_config(0, 1, 2, 1), "tp is 0"},
   };
-  Case ep = {make_config(2, 1, 2, 1), "ep = 1"};
-  ep.cfg.ep = 2;
+  Case ep = {make_config(2, 1, 2, 1), "ep = 3 does not divide"};  // more in parallel_grid_expert_test
+  ep.cfg.ep = 3;
   cases.push_back(ep);
   for (const Case& k : cases) {
     world.run([&](int, collx_comm_t comm) {
@@ -248,7 +248,7 @@ TEST(ParallelGrid, BadArgumentsGiveInvalidArgOnEveryRank) {
     EXPECT_NE(std::string(collx_grid_last_error(grid)).find("CP|PP"), std::string::npos)
         << collx_grid_last_error(grid);
     EXPECT_EQ(collx_grid_comm(grid, 0, &sub), COLLX_ERR_INVALID_ARG);
-    EXPECT_EQ(collx_grid_comm(grid, COLLX_AXIS_TP | COLLX_AXIS_EP, &sub), COLLX_OK);  // EP ignored
+    EXPECT_EQ(collx_grid_comm(grid, COLLX_AXIS_TP | COLLX_AXIS_EP, &sub), COLLX_OK);  // expert TP x EP
     int32_t c[COLLX_GRID_NUM_DIMS] = {0, 0, 0, 2, 0};
     int32_t r = -1;
     EXPECT_EQ(collx_grid_rank_of(grid, c, &r), COLLX_ERR_INVALID_ARG);

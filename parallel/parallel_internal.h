@@ -13,6 +13,8 @@
 #include "collx/collx.h"
 #include "collx/parallel.h"
 
+struct collx_grid_s;
+
 namespace collx {
 namespace parallel {
 
@@ -77,6 +79,19 @@ collx_status_t guarded(Fn&& fn, OnError&& on_error) {
   }
 }
 
+// coords[d] = (rank / stride[d]) % dims[d] for every axis.
+void mixed_radix_coords(const int32_t dims[COLLX_GRID_NUM_DIMS], const int32_t stride[COLLX_GRID_NUM_DIMS],
+                        int32_t rank, int32_t coords[COLLX_GRID_NUM_DIMS]);
+// The expert layout of a grid (grid_expert.cc), once dims, stride and the world size are
+// set: fills edims = {tp, 1, ep, cp*dp/ep, pp} and whether ep varies faster than edp (the
+// order of the "ep" and "dp" tokens). Returns "" or why the sizes break Megatron's rule.
+std::string plan_expert_layout(collx_grid_s* g, const int perm[COLLX_GRID_NUM_DIMS]);
+// Expert coordinates {tp, 0, ep, edp, pp} of a world rank: tp and pp are the dense ones,
+// the rank's index f in its DP|CP group (ordered by world rank) is ep + edp*EP when ep
+// comes first in the order, edp + ep*EDP otherwise. expert_rank is the inverse.
+void expert_coords(const collx_grid_s* g, int32_t rank, int32_t out[COLLX_GRID_NUM_DIMS]);
+int32_t expert_rank(const collx_grid_s* g, const int32_t ecoords[COLLX_GRID_NUM_DIMS]);
+
 }  // namespace parallel
 }  // namespace collx
 
@@ -85,7 +100,9 @@ struct collx_grid_s {
   int32_t world_size = 0;
   int32_t rank = 0;
   int32_t dims[COLLX_GRID_NUM_DIMS] = {1, 1, 1, 1, 1};
-  int32_t stride[COLLX_GRID_NUM_DIMS] = {1, 1, 1, 1, 1};
+  int32_t stride[COLLX_GRID_NUM_DIMS] = {1, 1, 1, 1, 1};   // dense layout (ep counts as 1)
+  int32_t edims[COLLX_GRID_NUM_DIMS] = {1, 1, 1, 1, 1};    // expert layout: tp, 1, ep, edp, pp
+  bool ep_fast = true;                                      // ep varies faster than edp
   std::string order;                                   // canonical, all five tokens
   std::vector<std::pair<uint32_t, collx_comm_t>> comms;  // (axes, comm) in creation order
   collx::parallel::ErrorSlot error;

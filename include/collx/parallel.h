@@ -38,9 +38,25 @@ typedef struct collx_grid_s* collx_grid_t;
 /* Axes, as a bit mask for collx_grid_comm. */
 #define COLLX_AXIS_TP 0x1u
 #define COLLX_AXIS_CP 0x2u
-#define COLLX_AXIS_EP 0x4u /* only ep = 1 is supported for now: the bit is accepted and ignored */
+#define COLLX_AXIS_EP 0x4u
 #define COLLX_AXIS_DP 0x8u
 #define COLLX_AXIS_PP 0x10u
+/* Expert data parallel (Megatron's get_expert_data_parallel_group): the replicas of one
+ * expert, over which the expert layers' gradients are all-reduced. Only meaningful with
+ * COLLX_AXIS_EP / COLLX_AXIS_TP / COLLX_AXIS_PP in the expert layout below. */
+#define COLLX_AXIS_EDP 0x20u
+
+/* Expert layers (Megatron-Core's expert rank generator). EP is carved out of the
+ * data-parallel ranks: the dense layers see tp, cp, dp, pp (ep counts as 1); the expert
+ * layers see tp, ep, edp, pp with ep * edp == cp * dp (context parallelism folds into the
+ * expert layers' data parallelism, as in Megatron). Each DP|CP group, ordered by world
+ * rank (index f), is cut into EP groups: f = ep_idx + edp_idx*EP when "ep" comes before
+ * "dp" in `order` (the default: with cp = 1 an EP group is ep consecutive dp ranks, and an
+ * expert-data-parallel group is the dp ranks with the same ep index), f = edp_idx +
+ * ep_idx*EDP otherwise. The expert layers keep the dense tp and pp coordinates. With the
+ * default order this is exactly Megatron's expert generator (rank = tp + ep_idx*TP +
+ * edp_idx*TP*EP + pp*TP*EP*EDP). Rules: ep >= 1 divides cp*dp (Megatron's
+ * world % (tp*ep*pp) == 0, expert tp = tp); with ep > 1 the order must name "ep". */
 
 /* Index of each axis in a coordinate array (int32_t coords[COLLX_GRID_NUM_DIMS]). */
 #define COLLX_DIM_TP 0
@@ -57,7 +73,8 @@ typedef struct collx_grid_config {
   size_t size;       /* sizeof(collx_grid_config_t) as compiled by the caller */
   int32_t tp;        /* tensor-parallel size, >= 1 (default 1) */
   int32_t cp;        /* context-parallel size, >= 1 (default 1) */
-  int32_t ep;        /* expert-parallel size; only 1 is supported (default 1) */
+  int32_t ep;        /* expert-parallel size, >= 1, divides cp*dp (default 1); not a factor
+                        of the world size (EP is carved out of cp*dp, see above) */
   int32_t dp;        /* data-parallel size, >= 1; 0 = world_size / (tp*cp*pp) (default 0) */
   int32_t pp;        /* pipeline-parallel size, >= 1 (default 1) */
   const char* order; /* '-'-separated permutation of "tp","cp","ep","dp","pp", first token
@@ -78,12 +95,13 @@ COLLX_API collx_status_t collx_grid_config_init(collx_grid_config_t* config, siz
  *     differs from rank 0's gives COLLX_ERR_INVALID_USAGE on EVERY rank, naming that rank
  *     and both configs;
  *  2. checks tp*cp*dp*pp == world size (dp = 0: dp is the remainder, which must be a
- *     whole number >= 1), sizes >= 1, ep == 1 and a valid order; any failure gives
- *     COLLX_ERR_INVALID_ARG on every rank;
+ *     whole number >= 1), sizes >= 1, the expert rules above and a valid order; any
+ *     failure gives COLLX_ERR_INVALID_ARG on every rank;
  *  3. Megatron's mixed-radix coordinates: rank = sum coord[d] * stride[d], the first
  *     token of `order` fastest (default: rank = tp + cp*TP + dp*TP*CP + pp*TP*CP*DP);
  *  4. one collx_comm_split of `world` per axis set, in this fixed order:
- *     TP, CP, DP, PP, DP|CP, TP|PP, TP|CP, TP|CP|DP, TP|CP|DP|PP.
+ *     TP, CP, DP, PP, DP|CP, TP|PP, TP|CP, TP|CP|DP, TP|CP|DP|PP, then the expert sets
+ *     EP, TP|EP, EDP (created for every ep, 1 included).
  * A NULL argument or a too small config->size gives COLLX_ERR_INVALID_ARG on the calling
  * rank only, before any communication (the other ranks then time out in step 1).
  * Errors: collx_grid_last_error(NULL) on this thread. Not thread-safe with other calls on
@@ -96,24 +114,40 @@ COLLX_API collx_status_t collx_grid_create(collx_comm_t world, const collx_grid_
 COLLX_API collx_status_t collx_grid_destroy(collx_grid_t grid);
 
 /* The communicator of the ranks that differ from this rank only on the axes in `axes`
- * (COLLX_AXIS_* mask), ordered by world rank (= Megatron's group order). The handle is
- * borrowed: owned by the grid, valid until collx_grid_destroy, never destroyed by the
- * caller. Only the sets pre-created by collx_grid_create are available; any other set
- * (or an empty one) gives COLLX_ERR_INVALID_ARG naming it. COLLX_AXIS_EP is ignored.
+ * (COLLX_AXIS_* mask), ordered by world rank (= Megatron's group order). A mask with
+ * COLLX_AXIS_EP or COLLX_AXIS_EDP is read in the expert layout (its TP and PP bits are the
+ * expert layers' tp and pp): EP = Megatron's expert-model-parallel group (the MoE
+ * all-to-all), TP|EP = its expert-tensor-and-model-parallel group, EDP = its
+ * expert-data-parallel group (expert gradients). Every other mask is read in the dense
+ * layout. The handle is borrowed: owned by the grid, valid until collx_grid_destroy, never
+ * destroyed by the caller. Only the sets pre-created by collx_grid_create are available;
+ * any other set (or an empty one) gives COLLX_ERR_INVALID_ARG naming it.
  * Local, no communication; thread-safe (the grid is read-only after creation), but the
  * returned communicator follows collx.h's one-thread-at-a-time rule. */
 COLLX_API collx_status_t collx_grid_comm(collx_grid_t grid, uint32_t axes, collx_comm_t* comm);
 
-/* Sizes of the axes after resolving dp = 0 (indexed by COLLX_DIM_*). Local; thread-safe. */
+/* Sizes of the axes after resolving dp = 0 (indexed by COLLX_DIM_*); dims[COLLX_DIM_EP]
+ * is ep (not a factor of the world size). Local; thread-safe. */
 COLLX_API collx_status_t collx_grid_dims(collx_grid_t grid, int32_t dims[COLLX_GRID_NUM_DIMS]);
 
 /* Coordinates of world rank `rank` (indexed by COLLX_DIM_*), and the inverse. Pure index
- * math; local; thread-safe. COLLX_ERR_INVALID_ARG for a rank or coordinate out of range. */
+ * math; local; thread-safe. COLLX_ERR_INVALID_ARG for a rank or coordinate out of range.
+ * coords[COLLX_DIM_EP] is the rank's expert-parallel index (from the expert layout);
+ * collx_grid_rank_of checks it is in [0, ep) but does not use it: tp, cp, dp and pp
+ * determine the rank. */
 COLLX_API collx_status_t collx_grid_coords(collx_grid_t grid, int32_t rank,
                                            int32_t coords[COLLX_GRID_NUM_DIMS]);
 COLLX_API collx_status_t collx_grid_rank_of(collx_grid_t grid,
                                             const int32_t coords[COLLX_GRID_NUM_DIMS],
                                             int32_t* rank);
+
+/* The expert layout: dims = {tp, 1, ep, edp, pp} (indexed by COLLX_DIM_*, the DP entry is
+ * the expert-data-parallel size cp*dp/ep), and the expert coordinates of world rank `rank`
+ * (the DP entry is the expert-data-parallel index, the CP entry 0). Pure index math;
+ * local; thread-safe. COLLX_ERR_INVALID_ARG for a rank out of range. */
+COLLX_API collx_status_t collx_grid_expert_dims(collx_grid_t grid, int32_t dims[COLLX_GRID_NUM_DIMS]);
+COLLX_API collx_status_t collx_grid_expert_coords(collx_grid_t grid, int32_t rank,
+                                                  int32_t coords[COLLX_GRID_NUM_DIMS]);
 
 /* Message of the last failed call on `grid`, or (grid == NULL) of the last failed grid
  * call on this thread. Valid until the next failed call on the same grid (or thread);
@@ -253,5 +287,6 @@ COLLX_API const char* collx_layout_last_error(collx_layout_t layout);
 #include "collx/parallel_tp.h"
 #include "collx/parallel_pp.h"
 #include "collx/parallel_cp.h"
+#include "collx/parallel_moe.h"
 
 #endif /* COLLX_PARALLEL_H_ */
