@@ -152,6 +152,41 @@ collx_status_t reduce_scatter(const void* sendbuf, void* recvbuf, size_t count, 
   return COLLX_OK;
 }
 
+collx_status_t check_local(const char* fn, const collx_quant_config_t* config, collx_datatype_t dt, size_t count,
+                           const void* elems, const void* packed, Format* f);
+
+collx_status_t pack(const void* in, size_t count, collx_datatype_t dt, const collx_quant_config_t* config,
+                    void* packed) {
+  Format f;
+  const collx_status_t st = check_local("collx_quant_pack", config, dt, count, in, packed, &f);
+  if (st == COLLX_OK) quant::encode(in, count, dt, f, static_cast<uint8_t*>(packed));
+  return st;
+}
+
+collx_status_t unpack(const void* packed, size_t count, collx_datatype_t dt, const collx_quant_config_t* config,
+                      void* out) {
+  Format f;
+  collx_status_t st = check_local("collx_quant_unpack", config, dt, count, out, packed, &f);
+  const uint8_t* msg = static_cast<const uint8_t*>(packed);
+  const std::string why = st == COLLX_OK ? quant::header_problem(msg, count, f) : "";
+  if (!why.empty()) st = free_fail(COLLX_ERR_INVALID_ARG, "collx_quant_unpack: packed: " + why);
+  if (st == COLLX_OK) quant::decode(msg, count, dt, f, out);
+  return st;
+}
+
+// What pack and unpack check: config, datatype, buffers present and apart. `elems` is the
+// element buffer (count elements of dt), `packed` the message.
+collx_status_t check_local(const char* fn, const collx_quant_config_t* config, collx_datatype_t dt, size_t count,
+                           const void* elems, const void* packed, Format* f) {
+  collx_status_t st = read_config(config, fn, f, nullptr);
+  if (st == COLLX_OK) st = check_datatype(dt, fn);
+  if (st != COLLX_OK) return st;
+  if (!packed || (count && !elems))
+    return free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": the element buffer or the packed buffer is NULL");
+  const bool apart = !overlap(elems, count * collx_datatype_size(dt), packed, quant::message_bytes(count, *f));
+  return apart ? COLLX_OK : free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": the element and packed buffers overlap");
+}
+
 }  // namespace
 }  // namespace parallel
 }  // namespace collx
@@ -183,34 +218,12 @@ COLLX_API collx_status_t collx_quant_packed_bytes(size_t count, const collx_quan
 
 COLLX_API collx_status_t collx_quant_pack(const void* in, size_t count, collx_datatype_t datatype,
                                           const collx_quant_config_t* config, void* packed) {
-  return free_call("collx_quant_pack", [&] {
-    Format f;
-    collx_status_t st = read_config(config, "collx_quant_pack", &f, nullptr);
-    if (st == COLLX_OK) st = check_datatype(datatype, "collx_quant_pack");
-    if (st != COLLX_OK) return st;
-    if (!packed || (count && !in)) return free_fail(COLLX_ERR_INVALID_ARG, "collx_quant_pack: in or packed is NULL");
-    if (overlap(in, count * collx_datatype_size(datatype), packed, quant::message_bytes(count, f)))
-      return free_fail(COLLX_ERR_INVALID_ARG, "collx_quant_pack: in and packed overlap");
-    quant::encode(in, count, datatype, f, static_cast<uint8_t*>(packed));
-    return COLLX_OK;
-  });
+  return free_call("collx_quant_pack", [&] { return pack(in, count, datatype, config, packed); });
 }
 
 COLLX_API collx_status_t collx_quant_unpack(const void* packed, size_t count, collx_datatype_t datatype,
                                             const collx_quant_config_t* config, void* out) {
-  return free_call("collx_quant_unpack", [&] {
-    Format f;
-    collx_status_t st = read_config(config, "collx_quant_unpack", &f, nullptr);
-    if (st == COLLX_OK) st = check_datatype(datatype, "collx_quant_unpack");
-    if (st != COLLX_OK) return st;
-    if (!packed || (count && !out)) return free_fail(COLLX_ERR_INVALID_ARG, "collx_quant_unpack: packed or out is NULL");
-    if (overlap(packed, quant::message_bytes(count, f), out, count * collx_datatype_size(datatype)))
-      return free_fail(COLLX_ERR_INVALID_ARG, "collx_quant_unpack: packed and out overlap");
-    const std::string why = quant::header_problem(static_cast<const uint8_t*>(packed), count, f);
-    if (!why.empty()) return free_fail(COLLX_ERR_INVALID_ARG, "collx_quant_unpack: packed: " + why);
-    quant::decode(static_cast<const uint8_t*>(packed), count, datatype, f, out);
-    return COLLX_OK;
-  });
+  return free_call("collx_quant_unpack", [&] { return unpack(packed, count, datatype, config, out); });
 }
 
 COLLX_API collx_status_t collx_quant_allgather(const void* sendbuf, void* recvbuf, size_t sendcount,

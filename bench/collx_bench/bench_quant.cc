@@ -19,7 +19,6 @@
 #include "bench/collx_bench/args.h"
 #include "bench/collx_bench/bench_dp.h"
 #include "bench/collx_bench/format.h"
-#include "bench/collx_bench/launch_env.h"
 #include "bench/collx_bench/launcher.h"
 #include "bench/collx_bench/sweep.h"
 
@@ -213,21 +212,15 @@ int quant_body(const QuantArgs& a, collx_comm_t world) {
 }  // namespace
 
 int bench_quant_main(int argc, char** argv) {
-  QuantArgs a;
+  static QuantArgs args;  // read by the rank body, which run_strategy calls without it
   std::string error;
-  if (!parse(argc, argv, &a, &error)) {
+  if (!parse(argc, argv, &args, &error)) {
     std::fprintf(stderr, "collx-bench quant: %s\n", error.c_str());
     return kExitUsage;
   }
-  if (detect_launcher(process_env()).empty()) return spawn_local_ranks(a.np, argv);
-  collx_comm_t world = nullptr;
-  if (collx_comm_create_from_env(nullptr, &world) != COLLX_OK) {
-    std::fprintf(stderr, "collx-bench quant: %s\n", collx_last_error(nullptr));
-    return kExitFailure;
-  }
-  const int code = quant_body(a, world);
-  collx_comm_destroy(world);
-  return code;
+  StrategyArgs ranks;
+  ranks.np = args.np;
+  return run_strategy(argc, argv, ranks, [](const StrategyArgs&, collx_comm_t world) { return quant_body(args, world); });
 }
 
 }  // namespace collx_bench
