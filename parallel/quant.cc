@@ -134,8 +134,12 @@ collx_status_t reduce_scatter(const void* sendbuf, void* recvbuf, size_t count, 
     return free_fail(COLLX_ERR_INVALID_ARG, "collx_quant_reduce_scatter: recvbuf overlaps sendbuf but is not sendbuf "
                                             "+ rank * recvcount (the in-place form)");
   std::vector<uint8_t> out(c.msg * c.size), in(c.msg * c.size);
-  for (size_t r = 0; r < c.size; ++r)
-    quant::encode(static_cast<const char*>(sendbuf) + r * bytes, count, dt, c.format, out.data() + r * c.msg);
+  for (size_t r = 0; r < c.size; ++r) {
+    uint8_t* msg = out.data() + r * c.msg;
+    // The own chunk is added unquantized: its message only carries the header.
+    if (r == c.rank) quant::encode_header(count, c.format, msg);
+    else quant::encode(static_cast<const char*>(sendbuf) + r * bytes, count, dt, c.format, msg);
+  }
   st = collx_alltoall(out.data(), in.data(), c.msg, COLLX_UINT8, comm, &c.opts);
   if (st != COLLX_OK) return comm_fail(comm, st, c.fn);
   if ((st = check_messages(c, in, count)) != COLLX_OK) return st;

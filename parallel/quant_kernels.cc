@@ -2,6 +2,7 @@
 // the compiler vectorizes them for the baseline target (SSE2 on x86-64).
 #include "parallel/quant_kernels.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -12,14 +13,19 @@ namespace parallel {
 namespace quant {
 namespace {
 
-// Adding then subtracting 1.5 * 2^23 rounds a float of magnitude < 2^22 to the nearest
-// integer, ties to even (the default rounding mode), without a library call.
+// v clamped to [-qmax, qmax], plus 1.5 * 2^23: the float addition rounds to the nearest
+// integer, ties to even (the default rounding mode), and leaves that integer in the low
+// bits of the result, so the two's complement byte is the low byte of the float's bits.
+// Branch-free and without a float-to-int conversion, so it vectorizes into min, max, add
+// and byte packing.
 constexpr float kRoundMagic = 12582912.0f;
 
-inline float round_clamp(float v, float qmax) {
-  float r = (v + kRoundMagic) - kRoundMagic;
-  r = r > qmax ? qmax : r;
-  return r < -qmax ? -qmax : r;
+inline uint32_t rounded_bits(float v, float qmax) {
+  const float c = std::min(std::max(v, -qmax), qmax);
+  const float r = c + kRoundMagic;
+  uint32_t u;
+  std::memcpy(&u, &r, 4);
+  return u;
 }
 
 // 1 / scale as used by the quantizers; 0 for the zero and NaN scales (every q is then 0).
@@ -52,18 +58,18 @@ float block_scale(const float* x, size_t n, int bits) {
 
 void quantize_i8(const float* x, size_t n, float scale, int8_t* q) {
   const float inv = inverse(scale);
-  for (size_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(static_cast<int32_t>(round_clamp(x[i] * inv, 127.0f)));
+  for (size_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(static_cast<uint8_t>(rounded_bits(x[i] * inv, 127.0f)));
 }
 
 void quantize_i4(const float* x, size_t n, float scale, uint8_t* q) {
   const float inv = inverse(scale);
   const size_t pairs = n / 2;
   for (size_t i = 0; i < pairs; ++i) {
-    const int32_t lo = static_cast<int32_t>(round_clamp(x[2 * i] * inv, 7.0f));
-    const int32_t hi = static_cast<int32_t>(round_clamp(x[2 * i + 1] * inv, 7.0f));
-    q[i] = static_cast<uint8_t>((lo & 0xf) | ((hi & 0xf) << 4));
+    const uint32_t lo = rounded_bits(x[2 * i] * inv, 7.0f);
+    const uint32_t hi = rounded_bits(x[2 * i + 1] * inv, 7.0f);
+    q[i] = static_cast<uint8_t>((lo & 0xfu) | ((hi & 0xfu) << 4));
   }
-  if (n % 2) q[pairs] = static_cast<uint8_t>(static_cast<int32_t>(round_clamp(x[n - 1] * inv, 7.0f)) & 0xf);
+  if (n % 2) q[pairs] = static_cast<uint8_t>(rounded_bits(x[n - 1] * inv, 7.0f) & 0xfu);
 }
 
 void dequantize_i8(const int8_t* q, size_t n, float scale, float* out) {

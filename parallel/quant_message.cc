@@ -74,9 +74,7 @@ void narrow(const float* src, size_t n, collx_datatype_t dt, void* dst) {
   pack_half(src, static_cast<uint16_t*>(dst), n, 1.0f, dt);
 }
 
-void encode(const void* in, size_t count, collx_datatype_t dt, const Format& f, uint8_t* msg) {
-  const size_t total = message_bytes(count, f), nb = num_blocks(count, f), es = collx_datatype_size(dt);
-  std::memset(msg, 0, total);
+void encode_header(size_t count, const Format& f, uint8_t* msg) {
   msg[0] = kMagic0;
   msg[1] = kMagic1;
   msg[2] = kVersion;
@@ -85,6 +83,13 @@ void encode(const void* in, size_t count, collx_datatype_t dt, const Format& f, 
   const uint64_t n64 = count;
   std::memcpy(msg + 4, &block, 4);
   std::memcpy(msg + 8, &n64, 8);
+}
+
+void encode(const void* in, size_t count, collx_datatype_t dt, const Format& f, uint8_t* msg) {
+  const size_t nb = num_blocks(count, f), es = collx_datatype_size(dt);
+  const size_t used = payload_offset(count, f) + payload_bytes(count, f);
+  std::memset(msg + used, 0, message_bytes(count, f) - used);  // the padding; the rest is written below
+  encode_header(count, f, msg);
   uint8_t* payload = msg + payload_offset(count, f);
   std::vector<float> wide(dt == COLLX_FLOAT32 ? 0 : std::min(count, f.block));
   for (size_t b = 0; b < nb; ++b) {

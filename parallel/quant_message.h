@@ -43,6 +43,10 @@ size_t message_bytes(size_t count, const Format& f);  // header + scales + paylo
 // (message_bytes(count, f) bytes, written in full, padding included).
 void encode(const void* in, size_t count, collx_datatype_t dt, const Format& f, uint8_t* msg);
 
+// Only the header of such a message (a piece that is never decoded, e.g. the own chunk of
+// the reduce-scatter, still announces its format).
+void encode_header(size_t count, const Format& f, uint8_t* msg);
+
 // "" when msg's header announces count elements in format f, else what differs.
 std::string header_problem(const uint8_t* msg, size_t count, const Format& f);
 
