@@ -2,7 +2,6 @@
 // the compiler vectorizes them for the baseline target (SSE2 on x86-64).
 #include "parallel/quant_kernels.h"
 
-#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -13,19 +12,23 @@ namespace parallel {
 namespace quant {
 namespace {
 
-// v clamped to [-qmax, qmax], plus 1.5 * 2^23: the float addition rounds to the nearest
-// integer, ties to even (the default rounding mode), and leaves that integer in the low
-// bits of the result, so the two's complement byte is the low byte of the float's bits.
-// Branch-free and without a float-to-int conversion, so it vectorizes into min, max, add
-// and byte packing.
+// Adding 1.5 * 2^23 to a float v with |v| < 2^22 rounds it to the nearest integer k,
+// ties to even (the default rounding mode), and leaves k in the low bits of the result:
+// bits = 0x4B400000 + k. The clamp to [-qmax, qmax] is then on integers, so the loop
+// vectorizes (a float comparison may trap, which stops GCC from making it branch-free)
+// and a NaN or inf v gives a clamped value without a float-to-int conversion. The quotient
+// x / scale of a finite block never exceeds qmax by more than float rounding, so the clamp
+// only guards.
 constexpr float kRoundMagic = 12582912.0f;
+constexpr uint32_t kMagicBits = 0x4B400000u;
 
-inline uint32_t rounded_bits(float v, float qmax) {
-  const float c = std::min(std::max(v, -qmax), qmax);
-  const float r = c + kRoundMagic;
-  uint32_t u;
-  std::memcpy(&u, &r, 4);
-  return u;
+inline int32_t round_clamp(float v, int32_t qmax) {
+  const float r = v + kRoundMagic;
+  uint32_t bits;
+  std::memcpy(&bits, &r, 4);
+  int32_t k = static_cast<int32_t>(bits - kMagicBits);  // unsigned: wraps, never overflows
+  k = k > qmax ? qmax : k;
+  return k < -qmax ? -qmax : k;
 }
 
 // 1 / scale as used by the quantizers; 0 for the zero and NaN scales (every q is then 0).
@@ -58,18 +61,18 @@ float block_scale(const float* x, size_t n, int bits) {
 
 void quantize_i8(const float* x, size_t n, float scale, int8_t* q) {
   const float inv = inverse(scale);
-  for (size_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(static_cast<uint8_t>(rounded_bits(x[i] * inv, 127.0f)));
+  for (size_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(round_clamp(x[i] * inv, 127));
 }
 
 void quantize_i4(const float* x, size_t n, float scale, uint8_t* q) {
   const float inv = inverse(scale);
   const size_t pairs = n / 2;
   for (size_t i = 0; i < pairs; ++i) {
-    const uint32_t lo = rounded_bits(x[2 * i] * inv, 7.0f);
-    const uint32_t hi = rounded_bits(x[2 * i + 1] * inv, 7.0f);
-    q[i] = static_cast<uint8_t>((lo & 0xfu) | ((hi & 0xfu) << 4));
+    const int32_t lo = round_clamp(x[2 * i] * inv, 7);
+    const int32_t hi = round_clamp(x[2 * i + 1] * inv, 7);
+    q[i] = static_cast<uint8_t>((lo & 0xf) | ((hi & 0xf) << 4));
   }
-  if (n % 2) q[pairs] = static_cast<uint8_t>(rounded_bits(x[n - 1] * inv, 7.0f) & 0xfu);
+  if (n % 2) q[pairs] = static_cast<uint8_t>(round_clamp(x[n - 1] * inv, 7) & 0xf);
 }
 
 void dequantize_i8(const int8_t* q, size_t n, float scale, float* out) {
