@@ -245,6 +245,32 @@ TEST(QuantKernels, UnpackRefusesAMessageOfAnotherFormat) {
   EXPECT_NE(std::string(collx_parallel_last_error()).find("not a quantized message"), std::string::npos);
 }
 
+TEST(QuantKernels, QuotientsBeyondTheRangeSaturate) {
+  // A scale far below max|x| / qmax (not what block_scale returns, but the kernels must
+  // not wrap around): every q saturates at +-qmax with the sign of x; non-finite x stay
+  // in range too.
+  std::vector<float> x = {1.0f, -1.0f, 3e38f, -3e38f, 0.0f, std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  std::vector<int8_t> q(x.size());
+  q::quantize_i8(x.data(), x.size(), 1e-30f, q.data());
+  EXPECT_EQ(q[0], 127);
+  EXPECT_EQ(q[1], -127);
+  EXPECT_EQ(q[2], 127);
+  EXPECT_EQ(q[3], -127);
+  EXPECT_EQ(q[4], 0);
+  EXPECT_EQ(q[6], 127);
+  EXPECT_EQ(q[7], -127);
+  for (int8_t v : q) EXPECT_GE(v, -127);
+  std::vector<uint8_t> q4(x.size() / 2);
+  std::vector<float> y(x.size());
+  q::quantize_i4(x.data(), x.size(), 1e-30f, q4.data());
+  q::dequantize_i4(q4.data(), x.size(), 1.0f, y.data());
+  EXPECT_EQ(y[0], 7.0f);
+  EXPECT_EQ(y[1], -7.0f);
+  EXPECT_EQ(y[4], 0.0f);
+  for (float v : y) EXPECT_LE(std::fabs(v), 7.0f);
+}
+
 TEST(QuantKernels, BadConfigsAndDatatypesAreNamed) {
   std::vector<float> x(64, 1.0f);
   std::vector<uint8_t> packed(1024);
