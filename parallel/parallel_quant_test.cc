@@ -4,6 +4,7 @@
 // another block size) that return errors instead of hanging.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -199,9 +200,27 @@ TEST(QuantCollectives, BadCallsReturnNamedErrorsOnEveryRank) {
               COLLX_ERR_INVALID_ARG);
     EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_FLOAT32, &c, nullptr), COLLX_ERR_INVALID_ARG);
     EXPECT_NE(std::string(collx_parallel_last_error()).find("comm is NULL"), std::string::npos);
-    // The communicator is still usable.
+    // The communicator is still usable; empty calls are fine.
     EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_FLOAT32, &c, comm), COLLX_OK)
         << collx_parallel_last_error();
+    EXPECT_EQ(collx_quant_allgather(nullptr, nullptr, 0, COLLX_FLOAT32, &c, comm), COLLX_OK);
+    EXPECT_EQ(collx_quant_reduce_scatter(nullptr, nullptr, 0, COLLX_BFLOAT16, COLLX_AVG, nullptr, comm), COLLX_OK);
+  });
+}
+
+TEST(QuantCollectives, AMissingRankEndsByTheConfiguredDeadline) {
+  ThreadRanks ranks(2, 20000);
+  ASSERT_TRUE(ranks.ok()) << ranks.error();
+  ranks.run([&](int rank, collx_comm_t comm) {
+    if (rank == 1) return;  // never joins
+    collx_quant_config_t c = config(8, 256);
+    c.timeout_ms = 300;
+    std::vector<float> x(64, 1.0f), y(128);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_FLOAT32, &c, comm), COLLX_ERR_TIMEOUT);
+    EXPECT_NE(std::string(collx_parallel_last_error()).find("collx_quant_allgather"), std::string::npos)
+        << collx_parallel_last_error();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   });
 }
 
