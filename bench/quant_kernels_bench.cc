@@ -4,7 +4,7 @@
 // dequantize pass costs". bytes_per_second counts the float32 bytes of the input (pack)
 // or output (unpack). On a loaded machine compare the CPU column, not the wall time.
 //
-// Run: quant_kernels_bench --benchmark_filter=4MiB
+// Run: quant_kernels_bench --benchmark_filter=bytes:262144
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -41,31 +41,31 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
 }
 
-void BM_Pack(benchmark::State& state) {
-  const size_t n = static_cast<size_t>(state.range(0)) / 4;
-  const collx_quant_config_t c = config(static_cast<int>(state.range(1)));
-  size_t bytes = 0;
-  collx_quant_packed_bytes(n, &c, &bytes);
-  std::vector<float> x = data(n);
-  std::vector<unsigned char> packed(bytes);
-  for (auto _ : state) {
-    if (collx_quant_pack(x.data(), n, COLLX_FLOAT32, &c, packed.data()) != COLLX_OK) state.SkipWithError("pack failed");
-    benchmark::DoNotOptimize(packed.data());
+// The buffers of one pack/unpack case: float32 input, its message, an output buffer.
+struct QuantCase {
+  explicit QuantCase(const benchmark::State& state)
+      : n(static_cast<size_t>(state.range(0)) / 4), c(config(static_cast<int>(state.range(1)))), x(data(n)), y(n) {
+    size_t bytes = 0;
+    collx_quant_packed_bytes(n, &c, &bytes);
+    packed.resize(bytes);
+    collx_quant_pack(x.data(), n, COLLX_FLOAT32, &c, packed.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
-}
+  size_t n;
+  collx_quant_config_t c;
+  std::vector<float> x, y;
+  std::vector<unsigned char> packed;
+};
 
-void BM_Unpack(benchmark::State& state) {
-  const size_t n = static_cast<size_t>(state.range(0)) / 4;
-  const collx_quant_config_t c = config(static_cast<int>(state.range(1)));
-  size_t bytes = 0;
-  collx_quant_packed_bytes(n, &c, &bytes);
-  std::vector<float> x = data(n), y(n);
-  std::vector<unsigned char> packed(bytes);
-  collx_quant_pack(x.data(), n, COLLX_FLOAT32, &c, packed.data());
+// unpack = 0: collx_quant_pack of the float32 buffer; 1: collx_quant_unpack of its message.
+void BM_Quant(benchmark::State& state) {
+  QuantCase k(state);
+  const bool unpack = state.range(2) != 0;
   for (auto _ : state) {
-    if (collx_quant_unpack(packed.data(), n, COLLX_FLOAT32, &c, y.data()) != COLLX_OK) state.SkipWithError("unpack failed");
-    benchmark::DoNotOptimize(y.data());
+    const collx_status_t st = unpack ? collx_quant_unpack(k.packed.data(), k.n, COLLX_FLOAT32, &k.c, k.y.data())
+                                     : collx_quant_pack(k.x.data(), k.n, COLLX_FLOAT32, &k.c, k.packed.data());
+    if (st != COLLX_OK) state.SkipWithError(collx_parallel_last_error());
+    benchmark::DoNotOptimize(k.packed.data());
+    benchmark::DoNotOptimize(k.y.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
 }
@@ -73,14 +73,15 @@ void BM_Unpack(benchmark::State& state) {
 void sizes(benchmark::internal::Benchmark* b) {
   for (int64_t s : kSizes) b->Arg(s);
 }
-void sizes_bits(benchmark::internal::Benchmark* b) {
-  for (int64_t s : kSizes)
-    for (int64_t bits : {8, 4}) b->Args({s, bits});
+void cases(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"bytes", "bits", "unpack"});
+  for (int64_t unpack : {0, 1})
+    for (int64_t s : kSizes)
+      for (int64_t bits : {8, 4}) b->Args({s, bits, unpack});
 }
 
 BENCHMARK(BM_Memcpy)->Apply(sizes);
-BENCHMARK(BM_Pack)->Apply(sizes_bits);
-BENCHMARK(BM_Unpack)->Apply(sizes_bits);
+BENCHMARK(BM_Quant)->Apply(cases);
 
 }  // namespace
 
