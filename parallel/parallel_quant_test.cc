@@ -107,9 +107,10 @@ TEST(QuantCollectives, AllGatherInPlaceWithBfloat16) {
 
 // Reduce-scatter against the exact sum in double: the documented bound (other ranks'
 // half scales) plus float32 accumulation (world roundings of the running sum).
-void check_reduce_scatter(int world, int bits, collx_op_t op, bool in_place) {
+// transports: a COLLX_TRANSPORT_* mask, 0 = the default.
+void check_reduce_scatter(int world, int bits, collx_op_t op, bool in_place, uint32_t transports = 0) {
   const size_t n = 777, block = 128;  // per rank; partial last block
-  ThreadRanks ranks(world, 20000);
+  ThreadRanks ranks(world, 20000, transports);
   ASSERT_TRUE(ranks.ok()) << ranks.error();
   PerRank<std::vector<float>> got(world);
   ranks.run([&](int rank, collx_comm_t comm) {
@@ -145,6 +146,11 @@ void check_reduce_scatter(int world, int bits, collx_op_t op, bool in_place) {
 TEST(QuantCollectives, ReduceScatterSumIsWithinTheStatedBound) {
   for (int world : {2, 4})
     for (int bits : {8, 4}) check_reduce_scatter(world, bits, COLLX_SUM, false);
+}
+
+TEST(QuantCollectives, ReduceScatterOverTcpSockets) {
+  check_reduce_scatter(2, 8, COLLX_SUM, false, COLLX_TRANSPORT_TCP);
+  check_reduce_scatter(4, 4, COLLX_AVG, true, COLLX_TRANSPORT_TCP);
 }
 
 TEST(QuantCollectives, ReduceScatterAvgInPlace) {
