@@ -28,9 +28,13 @@ if(PKG_CONFIG_FOUND)
   endif()
 endif()
 
-# CUDA: the toolkit and a working nvcc. The CUDA language is enabled only when both exist, for
-# one real architecture plus its PTX (sm_90, the H200; override with CMAKE_CUDA_ARCHITECTURES)
-# so the CUDA part of the build stays cheap. See docs/cuda.md.
+# CUDA: the toolkit and a working nvcc. The CUDA language is enabled only when both exist.
+# Kernel images: machine code for every data-centre and workstation generation the toolkit
+# knows from Ampere on (sm_80 A100, sm_86 RTX 30xx/A40, sm_89 L4/L40/RTX 40xx, sm_90 H100/H200,
+# and with CUDA >= 12.8 sm_100 B200 and sm_120 RTX 50xx), plus compute_80 PTX that any later
+# GPU (sm_87, sm_110, ...) compiles at load time. A build with sm_90 only loads nowhere else:
+# cudaErrorNoKernelImageForDevice on an A100. Override with CMAKE_CUDA_ARCHITECTURES (the
+# sanitizer builds use 90 only: device code is not instrumented). See docs/cuda.md.
 set(COLLX_HAVE_CUDA OFF)
 if(CUDAToolkit_FOUND)
   include(CheckLanguage)
@@ -40,7 +44,16 @@ if(CUDAToolkit_FOUND)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)  # sm_90 code + compute_90 PTX
+      # The compiler's version is known only once the language is enabled: ask nvcc itself.
+      execute_process(COMMAND ${CMAKE_CUDA_COMPILER} --list-gpu-arch OUTPUT_VARIABLE collx_nvcc_archs
+                      ERROR_QUIET RESULT_VARIABLE collx_nvcc_rc)
+      set(collx_archs 80 86-real 89-real 90-real)
+      foreach(newer 100 120)
+        if(collx_nvcc_rc EQUAL 0 AND collx_nvcc_archs MATCHES "compute_${newer}")
+          list(APPEND collx_archs ${newer}-real)
+        endif()
+      endforeach()
+      set(CMAKE_CUDA_ARCHITECTURES "${collx_archs}")
     endif()
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)

@@ -1,5 +1,6 @@
 // Pipeline parallelism: the batched neighbour exchange (all transfers posted before any
-// wait, so neighbours cannot wait on each other) and the non-interleaved 1F1B schedule.
+// wait, so neighbours cannot wait on each other), on a line of stages or on a ring (the
+// interleaved schedule), and the non-interleaved 1F1B schedule.
 #include <algorithm>
 #include <vector>
 
@@ -15,45 +16,56 @@ struct Transfer {
   collx_request_t request = nullptr;
 };
 
-collx_status_t exchange(collx_comm_t comm, const void* send_next, void* recv_prev, const void* send_prev,
-                        void* recv_next, size_t count, collx_datatype_t dt, int32_t tag, int64_t timeout_ms) {
+// ring: stage size-1's next is stage 0 (the interleaved schedule); activations and
+// gradients then use tags 2*tag and 2*tag+1. Otherwise the ends have no neighbour there.
+collx_status_t exchange(const char* fn, bool ring, collx_comm_t comm, const void* send_next, void* recv_prev,
+                        const void* send_prev, void* recv_next, size_t count, collx_datatype_t dt, int32_t tag,
+                        int64_t timeout_ms) {
+  if (!comm) return free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": pp_comm is NULL");
   GroupShape g;
-  collx_status_t st = group_shape(comm, "collx_pp_exchange", &g);
+  collx_status_t st = group_shape(comm, fn, &g);
   if (st != COLLX_OK) return st;
-  if (tag < 0) return free_fail(COLLX_ERR_INVALID_ARG, "collx_pp_exchange: tag must be >= 0");
+  if (tag < 0 || (ring && tag >= (1 << 30)))
+    return free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": tag " + std::to_string(tag) + " must be >= 0" +
+                                                (ring ? " and < 2^30" : ""));
   const bool first = g.rank == 0, last = g.rank + 1 == g.size;
-  if ((first && (recv_prev || send_prev)) || (last && (send_next || recv_next)))
-    return free_fail(COLLX_ERR_INVALID_ARG, "collx_pp_exchange: stage " + std::to_string(g.rank) + " of " +
+  if (ring && g.size < 2)
+    return free_fail(COLLX_ERR_INVALID_ARG,
+                     std::string(fn) + ": pp_comm has 1 rank; a pipeline ring needs at least 2 stages");
+  if (!ring && ((first && (recv_prev || send_prev)) || (last && (send_next || recv_next))))
+    return free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": stage " + std::to_string(g.rank) + " of " +
                                                 std::to_string(g.size) +
                                                 " has no " + (first && (recv_prev || send_prev) ? "previous" : "next") +
                                                 " stage; pass NULL for that transfer");
-  const int32_t next = static_cast<int32_t>(g.rank) + 1, prev = static_cast<int32_t>(g.rank) - 1;
+  const int32_t size = static_cast<int32_t>(g.size), rank = static_cast<int32_t>(g.rank);
+  const int32_t next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  const int32_t fwd_tag = ring ? 2 * tag : tag, bwd_tag = ring ? 2 * tag + 1 : tag;
   std::vector<Transfer> posted;
   // Receives first, then sends; every transfer is posted before the first wait.
-  auto post = [&](const char* what, bool is_send, const void* sbuf, void* rbuf, int32_t peer) {
+  auto post = [&](const char* what, bool is_send, const void* sbuf, void* rbuf, int32_t peer, int32_t t_tag) {
     if (st != COLLX_OK) return;
     Transfer t{what, nullptr};
-    collx_status_t s = is_send ? collx_isend(sbuf, count, dt, peer, tag, comm, nullptr, &t.request)
-                               : collx_irecv(rbuf, count, dt, peer, tag, comm, nullptr, &t.request);
+    collx_status_t s = is_send ? collx_isend(sbuf, count, dt, peer, t_tag, comm, nullptr, &t.request)
+                               : collx_irecv(rbuf, count, dt, peer, t_tag, comm, nullptr, &t.request);
     if (s == COLLX_OK)
       posted.push_back(t);
     else
-      st = comm_fail(comm, s, "collx_pp_exchange");
+      st = comm_fail(comm, s, fn);
   };
-  if (recv_prev) post("receive from the previous stage", false, nullptr, recv_prev, prev);
-  if (recv_next) post("receive from the next stage", false, nullptr, recv_next, next);
-  if (send_next) post("send to the next stage", true, send_next, nullptr, next);
-  if (send_prev) post("send to the previous stage", true, send_prev, nullptr, prev);
+  if (recv_prev) post("receive from the previous stage", false, nullptr, recv_prev, prev, fwd_tag);
+  if (recv_next) post("receive from the next stage", false, nullptr, recv_next, next, bwd_tag);
+  if (send_next) post("send to the next stage", true, send_next, nullptr, next, fwd_tag);
+  if (send_prev) post("send to the previous stage", true, send_prev, nullptr, prev, bwd_tag);
   const Deadline deadline = Deadline::after_ms(timeout_ms);
   for (Transfer& t : posted) {
     collx_status_t s = collx_wait(t.request, timeout_ms < 0 ? -1 : deadline.remaining_ms());
     if (s == COLLX_IN_PROGRESS) {
       if (st == COLLX_OK)
-        st = free_fail(COLLX_ERR_TIMEOUT, std::string("collx_pp_exchange: the ") + t.what + " of stage " +
+        st = free_fail(COLLX_ERR_TIMEOUT, std::string(fn) + ": the " + t.what + " of stage " +
                                               std::to_string(g.rank) + " did not finish within " +
                                               std::to_string(timeout_ms) + " ms");
     } else if (st == COLLX_OK && s != COLLX_OK) {
-      st = comm_fail(comm, s, "collx_pp_exchange");
+      st = comm_fail(comm, s, fn);
     }
     // Also when still running: the transfer goes on without its handle (the communicator
     // keeps it until it ends), and nothing is left holding the communicator.
@@ -74,7 +86,17 @@ COLLX_API collx_status_t collx_pp_exchange(collx_comm_t pp_comm, const void* sen
                                            const void* send_prev, void* recv_next, size_t count,
                                            collx_datatype_t datatype, int32_t tag, int64_t timeout_ms) {
   return free_call("collx_pp_exchange", [&] {
-    return exchange(pp_comm, send_next, recv_prev, send_prev, recv_next, count, datatype, tag, timeout_ms);
+    return exchange("collx_pp_exchange", false, pp_comm, send_next, recv_prev, send_prev, recv_next, count, datatype,
+                    tag, timeout_ms);
+  });
+}
+
+COLLX_API collx_status_t collx_pp_exchange_ring(collx_comm_t pp_comm, const void* send_next, void* recv_prev,
+                                                const void* send_prev, void* recv_next, size_t count,
+                                                collx_datatype_t datatype, int32_t tag, int64_t timeout_ms) {
+  return free_call("collx_pp_exchange_ring", [&] {
+    return exchange("collx_pp_exchange_ring", true, pp_comm, send_next, recv_prev, send_prev, recv_next, count,
+                    datatype, tag, timeout_ms);
   });
 }
 

@@ -248,7 +248,10 @@ typedef struct collx_config {
                            the communicator takes its own reference */
   int64_t timeout_ms;   /* default deadline of every blocking call; -1 = COLLX_TIMEOUT_MS */
   uint32_t transports;  /* COLLX_TRANSPORT_* mask allowed; 0 = COLLX_TRANSPORTS or all */
-  int32_t device;       /* CUDA device for device buffers; -1 = current device */
+  int32_t device;       /* CUDA device of this communicator's device buffers: >= 0 binds it
+                           to that device (buffers on another device are refused with
+                           COLLX_ERR_INVALID_ARG, as NCCL binds a communicator to one GPU);
+                           -1 (default) = whichever device owns each call's buffers */
   const char* name;     /* label used in logs and errors; NULL = "world" or derived */
 } collx_config_t;
 

@@ -32,6 +32,12 @@ enum class SettingType { kInt, kSize, kString, kBool, kSecret };
   X(TUNE_FILE, kString, "",                                                                        \
     "Cost-model constants measured by 'collx-bench --tune FILE'; empty = built-in defaults.")     \
   X(CHUNK_SIZE, kSize, "512K", "Pipeline chunk of ring and tree algorithms, in bytes.")           \
+  X(NCCL_CHECK_CALLS, kBool, "1",                                                                  \
+    "1: before each collective on the NCCL route, ranks compare the call (collective, count, "    \
+    "type, op, root, sequence number) over the host transport, so mismatched calls fail with "    \
+    "COLLX_ERR_MISMATCH instead of hanging on the GPU until the deadline. Costs log2(ranks) "     \
+    "empty host messages and makes the host wait until every rank reaches the call (not for "    \
+    "the GPUs); 0 turns it off. See docs/cuda.md.")                                               \
   X(SOCKET_IFNAME, kString, "",                                                                    \
     "Network interfaces for TCP: prefixes separated by ',' ('^' excludes, '=' matches exactly); " \
     "empty = the interface that routes to the store.")                                            \

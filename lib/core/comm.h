@@ -56,6 +56,7 @@ struct CommSettings {
   AlgorithmSelector selector;
   TunedCosts tuned;             // from COLLX_TUNE_FILE (empty: built-in defaults)
   std::string tune_file;
+  bool nccl_check_calls = true;  // COLLX_NCCL_CHECK_CALLS (comm_device.cc)
   static Status from_environment(const JobConfig& job, CommSettings* out);
 };
 
@@ -182,6 +183,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void destroy_hierarchy();
   // CUDA device buffers: NCCL, CUDA IPC or staging (lib/core/comm_device.cc).
   Status dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
+  // The algorithms' view of this communicator's host transport, in world rank order.
+  algo::Context host_context() const;
   // Marks the communicator failed; peers are told unless the failure came from them.
   void fail(const Status& status);
   Status unusable() const;

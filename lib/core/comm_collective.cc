@@ -202,13 +202,18 @@ Status Communicator::execute(const CollCall& call, const transport::OpDesc& desc
   return st;
 }
 
-Status Communicator::run_algorithm(const algo::CollArgs& args) const {
+algo::Context Communicator::host_context() const {
   algo::Context ctx;
   ctx.transport = transport_.get();
   ctx.rank = rank_;
   ctx.size = size_;
   ctx.chunk_bytes = settings_.chunk_bytes;
   ctx.scratch = &algo_scratch_;
+  return ctx;
+}
+
+Status Communicator::run_algorithm(const algo::CollArgs& args) const {
+  algo::Context ctx = host_context();
   if (!ring_order_.empty() && args.desc.kind == COLLX_COLL_ALLREDUCE &&
       args.desc.algorithm != COLLX_ALGO_SHARED_MEMORY) {
     ctx.rank = ring_position_;  // the result does not depend on rank order

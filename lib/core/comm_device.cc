@@ -129,10 +129,19 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
   DeviceState& d = *device_;
   // Run on the buffers' device (nonblocking calls run on the executor's thread).
   int device = 0, current = 0;
-  if (d.nccl) {
+  if (d.nccl && job_.device < 0) {
     device = d.nccl->device();  // NCCL set up: its device is the buffers' (one lookup less)
   } else {
     COLLX_RETURN_IF_ERROR(cuda::pointer_device(call.recvbuf ? call.recvbuf : call.sendbuf, &device));
+  }
+  if (job_.device >= 0 && device != job_.device) {
+    // A communicator bound to a device (config->device) takes buffers of that device only, as
+    // an NCCL communicator does: silently running on another GPU would move the work (and
+    // NCCL's channels) somewhere the engine did not plan.
+    return make_status(COLLX_ERR_INVALID_ARG,
+                       "the buffers are on CUDA device %d, but communicator '%s' is bound to device %d "
+                       "(config->device)",
+                       device, name_.c_str(), job_.device);
   }
   COLLX_RETURN_IF_ERROR(cuda::current_device(&current));
   struct RestoreDevice {  // the caller's thread keeps its current device
@@ -159,6 +168,18 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
       }
     }
     if (d.nccl) {
+      if (settings_.nccl_check_calls) {
+        // NCCL carries no call description: ranks in different calls would wait on the GPU
+        // until the deadline. A dissemination barrier whose messages carry this call's OpDesc
+        // over the host transport fails on every rank with COLLX_ERR_MISMATCH instead.
+        algo::CollArgs args;
+        args.desc = desc;
+        args.deadline = deadline;
+        args.datatype = COLLX_UINT8;
+        algo::Context ctx = host_context();
+        Status st = algo::barrier_dissemination(ctx, args);
+        if (!st.ok()) return st.with_context("before the NCCL call (COLLX_NCCL_CHECK_CALLS=1): ");
+      }
       nccl::CollOp op;
       op.coll = call.coll;
       op.sendbuf = call.sendbuf;
@@ -176,12 +197,7 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
   if (local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && cuda_ipc::supports(call.coll, size_)) {
     CallBootstrap bootstrap(size_, [this, &desc](const std::vector<uint8_t>& mine, std::vector<uint8_t>* all,
                                                  Deadline until) -> Status {
-      algo::Context ctx;
-      ctx.transport = transport_.get();
-      ctx.rank = rank_;
-      ctx.size = size_;
-      ctx.chunk_bytes = settings_.chunk_bytes;
-      ctx.scratch = &algo_scratch_;
+      algo::Context ctx = host_context();
       algo::CollArgs args;
       args.desc = desc;
       args.deadline = until;

@@ -25,6 +25,7 @@ Status CommSettings::from_environment(const JobConfig& job, CommSettings* out) {
     s.chunk_bytes = size_value;
   }
   s.transports = job.transports;
+  COLLX_RETURN_IF_ERROR(setting_bool(SettingId::NCCL_CHECK_CALLS, &s.nccl_check_calls));
   COLLX_RETURN_IF_ERROR(AlgorithmSelector::parse(setting_raw(SettingId::ALGO), &s.selector));
   s.tune_file = setting_raw(SettingId::TUNE_FILE);
   if (!s.tune_file.empty()) COLLX_RETURN_IF_ERROR(load_tune_file(s.tune_file, &s.tuned));

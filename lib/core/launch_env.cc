@@ -179,6 +179,12 @@ Status resolve_job_config(const collx_config_t& config, bool from_env, JobConfig
                                 : "config->world_size must be > 0 (got %d)",
                        job.world_size);
   }
+  if (job.device < -1) {
+    return make_status(COLLX_ERR_INVALID_ARG,
+                       "config->device is %d: give a CUDA device number (>= 0) or -1 (the device that "
+                       "owns each call's buffers)",
+                       job.device);
+  }
   if (job.rank < 0 || job.rank >= job.world_size) {
     return make_status(COLLX_ERR_INVALID_ARG,
                        "rank %d is out of range for world size %d (set config->rank or COLLX_RANK)",

@@ -124,6 +124,22 @@ TEST(LaunchEnv, MissingOrBadValuesAreClearErrors) {
   }
 }
 
+TEST(LaunchEnv, ANegativeDeviceOtherThanMinusOneIsRefusedNamingTheField) {
+  ScopedEnv env({{"COLLX_RANK", "0"}, {"COLLX_WORLD_SIZE", "1"}});
+  collx_config_t config;
+  config_defaults(&config);
+  JobConfig job;
+  config.device = -1;  // the default: the buffers' own device
+  EXPECT_TRUE(resolve_job_config(config, /*from_env=*/true, &job).ok());
+  config.device = 3;  // bound to device 3 (checked against the buffers at each call)
+  ASSERT_TRUE(resolve_job_config(config, /*from_env=*/true, &job).ok());
+  EXPECT_EQ(job.device, 3);
+  config.device = -2;
+  Status st = resolve_job_config(config, /*from_env=*/true, &job);
+  EXPECT_EQ(st.code(), COLLX_ERR_INVALID_ARG);
+  EXPECT_NE(st.message().find("config->device is -2"), std::string::npos) << st.message();
+}
+
 TEST(UserConfig, SmallerOlderStructsAreAcceptedAndUninitializedOnesRejected) {
   collx_config_t user;
   config_defaults(&user);

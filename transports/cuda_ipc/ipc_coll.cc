@@ -1,10 +1,9 @@
 // CUDA IPC direct collectives (see ipc_coll.h).
 #include "transports/cuda_ipc/ipc_coll.h"
 
-#include <unistd.h>
-
 #include <cstring>
 
+#include "lib/common/process_identity.h"
 #include "lib/cuda/device.h"
 #include "lib/dtype/datatype.h"
 
@@ -17,7 +16,7 @@ constexpr size_t kMaxMappings = 64;
 
 // What a rank tells its peers about one buffer.
 struct Record {
-  int64_t pid;
+  ProcessIdentity process;  // pid and nonce: equal pids in two containers are two processes
   uint64_t ptr;      // the buffer as its owner sees it (used by ranks of the same process)
   uint64_t offset;   // from the allocation's base
   uint8_t handle[cuda::kIpcHandleBytes];
@@ -73,7 +72,7 @@ Status Peers::exchange(transport::Bootstrap* bootstrap, const char* name, const 
                        Deadline deadline) {
   Record mine;
   std::memset(&mine, 0, sizeof mine);
-  mine.pid = static_cast<int64_t>(getpid());
+  mine.process = this_process();
   mine.ptr = reinterpret_cast<uintptr_t>(buf);
   if (buf) {
     cuda::IpcHandle h;
@@ -105,7 +104,7 @@ Status Peers::exchange(transport::Bootstrap* bootstrap, const char* name, const 
   for (const Record& r : recs) {
     if (!r.present || r.shareable) continue;
     for (const Record& q : recs) {
-      if (q.pid != r.pid) {
+      if (!same_process(q.process, r.process)) {
         return make_status(COLLX_ERR_UNSUPPORTED, "a rank's '%s' buffer has no CUDA IPC handle (not from cudaMalloc)",
                            name);
       }
@@ -114,7 +113,7 @@ Status Peers::exchange(transport::Bootstrap* bootstrap, const char* name, const 
   for (int r = 0; r < size_; ++r) {
     const Record& rec = recs[static_cast<size_t>(r)];
     if (!rec.present) continue;
-    if (rec.pid == mine.pid) {
+    if (same_process(rec.process, mine.process)) {
       (*ptrs)[static_cast<size_t>(r)] = reinterpret_cast<char*>(static_cast<uintptr_t>(rec.ptr));
       continue;
     }

@@ -3,7 +3,6 @@
 #include "transports/nccl/nccl_comm.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "lib/common/log.h"
+#include "lib/common/periodic_thread.h"
 #include "lib/cuda/device.h"
 #include "lib/dtype/datatype.h"
 
@@ -146,6 +146,13 @@ struct Pending {
   Deadline deadline;
 };
 
+// Every NCCL communicator of the process is watched by one thread, every 2 ms. Never
+// destroyed: a communicator left to process exit must not find its watchdog gone.
+PeriodicThread& shared_watchdog() {
+  static PeriodicThread* watchdog = new PeriodicThread(std::chrono::milliseconds(2));
+  return *watchdog;
+}
+
 }  // namespace
 
 struct Comm::Impl {
@@ -166,9 +173,7 @@ struct Comm::Impl {
   // Operations on the GPU with their deadlines, oldest first; events reused from `spare`.
   std::deque<Pending> pending;
   std::vector<void*> spare;
-  std::condition_variable cv;
-  bool stop = false;
-  std::thread watchdog;
+  PeriodicThread::TaskId watch_id = 0;  // registered with the process's shared watchdog
 
   void fail(const Status& why) {
     {
@@ -208,61 +213,52 @@ struct Comm::Impl {
     return nccl_status(r, what, comm);
   }
 
+  // One watchdog round (on the process's shared watchdog thread, every 2 ms): the abort flag,
+  // the oldest unfinished operation against its deadline, NCCL's asynchronous errors.
   void watch() {
     std::unique_lock<std::mutex> lock(mu);
-    while (!stop) {
-      cv.wait_for(lock, std::chrono::milliseconds(2));
-      if (stop || !failure.ok()) continue;
-      if (abort_flag && abort_flag->load(std::memory_order_acquire)) {
-        lock.unlock();
-        fail(make_status(COLLX_ERR_ABORTED, "collx_comm_abort was called"));
-        lock.lock();
-        continue;
-      }
-      // Completed operations leave the queue; the oldest unfinished one is checked.
-      while (!pending.empty()) {
-        bool done = false;
-        Status st = cuda::event_done(pending.front().event, &done);
-        if (!st.ok() || !done) {
-          if (!st.ok() || pending.front().deadline.expired()) {
-            Status why = st.ok() ? make_status(COLLX_ERR_TIMEOUT, "an NCCL operation on the GPU did not finish "
-                                                                  "before its deadline (a rank missing or stuck?)")
-                                 : st;
-            lock.unlock();
-            fail(why);
-            lock.lock();
-          }
-          break;
-        }
-        spare.push_back(pending.front().event);
-        pending.pop_front();
-      }
-      if (!failure.ok()) continue;
-      // NCCL's own errors (a peer's failure among them). `comm` is only touched under call_mu
-      // (lock order: call_mu before mu, so mu is released first); a caller holding call_mu is
-      // enqueueing and will see the error itself.
+    if (!failure.ok()) return;
+    if (abort_flag && abort_flag->load(std::memory_order_acquire)) {
       lock.unlock();
-      Status why;
-      {
-        std::unique_lock<std::mutex> call(call_mu, std::try_to_lock);
-        ncclResult_t async = ncclSuccess;
-        if (call.owns_lock() && !nccl_gone && api().CommGetAsyncError(comm, &async) == ncclSuccess &&
-            async != ncclSuccess && async != ncclInProgress) {
-          why = nccl_status(async, "operation (reported asynchronously)", comm);
-        }
-      }
-      if (!why.ok()) fail(why);
-      lock.lock();
+      fail(make_status(COLLX_ERR_ABORTED, "collx_comm_abort was called"));
+      return;
     }
+    // Completed operations leave the queue; the oldest unfinished one is checked.
+    while (!pending.empty()) {
+      bool done = false;
+      Status st = cuda::event_done(pending.front().event, &done);
+      if (!st.ok() || !done) {
+        if (!st.ok() || pending.front().deadline.expired()) {
+          Status why = st.ok() ? make_status(COLLX_ERR_TIMEOUT, "an NCCL operation on the GPU did not finish "
+                                                                "before its deadline (a rank missing or stuck?)")
+                               : st;
+          lock.unlock();
+          fail(why);
+          return;
+        }
+        break;
+      }
+      spare.push_back(pending.front().event);
+      pending.pop_front();
+    }
+    // NCCL's own errors (a peer's failure among them). `comm` is only touched under call_mu
+    // (lock order: call_mu before mu, so mu is released first); a caller holding call_mu is
+    // enqueueing and will see the error itself.
+    lock.unlock();
+    Status why;
+    {
+      std::unique_lock<std::mutex> call(call_mu, std::try_to_lock);
+      ncclResult_t async = ncclSuccess;
+      if (call.owns_lock() && !nccl_gone && api().CommGetAsyncError(comm, &async) == ncclSuccess &&
+          async != ncclSuccess && async != ncclInProgress) {
+        why = nccl_status(async, "operation (reported asynchronously)", comm);
+      }
+    }
+    if (!why.ok()) fail(why);
   }
 
   ~Impl() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      stop = true;
-    }
-    cv.notify_all();
-    if (watchdog.joinable()) watchdog.join();
+    if (watch_id) shared_watchdog().remove(watch_id);  // never runs again once this returns
     if (comm && !nccl_gone) {
       bool clean = ready && failure.ok();
       for (const Pending& p : pending) {
@@ -354,7 +350,7 @@ Status Comm::create(transport::Bootstrap* bootstrap, int rank, int size, int dev
   Status st = impl->settle(r, "ncclCommInitRankConfig", deadline);
   if (!st.ok()) return st;  // ~Impl aborts the half-made communicator
   impl->ready = true;
-  impl->watchdog = std::thread([p = impl.get()] { p->watch(); });
+  impl->watch_id = shared_watchdog().add([p = impl.get()] { p->watch(); });
   out->reset(new Comm(std::move(impl)));
   return Status::Ok();
 }

@@ -6,7 +6,8 @@
 // step polls ncclCommGetAsyncError with collx's deadline, and a watchdog thread checks the
 // operations queued on the GPU against their deadlines, aborting the NCCL communicator
 // (ncclCommAbort) when one passes or NCCL reports an error; later calls then fail with that
-// status, so collx's promises (timeout, dead peer, abort) hold over NCCL too.
+// status, so collx's promises (timeout, dead peer, abort) hold over NCCL too. One watchdog
+// thread serves every NCCL communicator of the process (lib/common/periodic_thread.h).
 #pragma once
 
 #include <atomic>
