@@ -13,6 +13,7 @@
 #include "bench/collx_bench/args.h"
 #include "bench/collx_bench/bench_dp.h"
 #include "bench/collx_bench/bench_group.h"
+#include "bench/collx_bench/bench_quant.h"
 #include "bench/collx_bench/bench_rank.h"
 #include "bench/collx_bench/bench_soak.h"
 #include "bench/collx_bench/bench_zero.h"
@@ -103,6 +104,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "dp") return bench_dp_main(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "zero") return bench_zero_main(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "group") return bench_group_main(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "quant") return bench_quant_main(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "soak") return bench_soak_main(argc, argv);
   Options options;
   std::string error;

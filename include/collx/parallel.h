@@ -288,5 +288,6 @@ COLLX_API const char* collx_layout_last_error(collx_layout_t layout);
 #include "collx/parallel_pp.h"
 #include "collx/parallel_cp.h"
 #include "collx/parallel_moe.h"
+#include "collx/parallel_quant.h"
 
 #endif /* COLLX_PARALLEL_H_ */
