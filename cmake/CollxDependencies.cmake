@@ -36,7 +36,9 @@ endif()
 # cudaErrorNoKernelImageForDevice on an A100. Override with CMAKE_CUDA_ARCHITECTURES (the
 # sanitizer builds use 90 only: device code is not instrumented). See docs/cuda.md.
 set(COLLX_HAVE_CUDA OFF)
-if(CUDAToolkit_FOUND)
+if(CUDAToolkit_FOUND AND CUDAToolkit_VERSION VERSION_LESS 12.0)
+  message(STATUS "CUDA ${CUDAToolkit_VERSION} is older than 12.0, the oldest collx builds with: no CUDA part")
+elseif(CUDAToolkit_FOUND)
   include(CheckLanguage)
   if(NOT CMAKE_CUDA_COMPILER AND CUDAToolkit_NVCC_EXECUTABLE)
     set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})

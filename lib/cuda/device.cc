@@ -318,9 +318,14 @@ Status ipc_get_handle(const void* ptr, IpcHandle* handle, uintptr_t* base, size_
   std::call_once(once, [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess &&
-        q == cudaDriverEntryPointSuccess) {
+#if CUDART_VERSION >= 12050
+    // The versioned lookup (CUDA 12.5+; CUDA 13 has only this one): the 12.0 ABI of the call.
+    const cudaError_t found = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q);
+#else
+    // CUDA 12.0-12.4 runtimes lack the versioned lookup; theirs returns the runtime's version.
+    const cudaError_t found = cudaGetDriverEntryPoint("cuMemGetAddressRange", &fn, cudaEnableDefault, &q);
+#endif
+    if (found == cudaSuccess && q == cudaDriverEntryPointSuccess) {
       range_fn = reinterpret_cast<AddressRangeFn>(fn);
     }
   });
