@@ -102,7 +102,21 @@ std::string temp_json_path() {
 int main(int argc, char** argv) {
   using namespace collx_bench;
   if (argc >= 2 && std::string(argv[1]) == "dp") return bench_dp_main(argc, argv);
-  if (argc >= 2 && std::string(argv[1]) == "zero") return bench_zero_main(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "zero") {
+    // `collx-bench zero --quant`: ZeRO++'s quantized weight all-gather and gradient
+    // reduce-scatter against fp32 and bf16 (the same as `collx-bench quant`).
+    std::vector<char*> rest;
+    for (int i = 0; i < argc; ++i) {
+      if (std::string(argv[i]) != "--quant") rest.push_back(argv[i]);
+    }
+    if (static_cast<int>(rest.size()) != argc) {
+      static char quant_name[] = "quant";
+      rest[1] = quant_name;
+      rest.push_back(nullptr);
+      return bench_quant_main(static_cast<int>(rest.size()) - 1, rest.data());
+    }
+    return bench_zero_main(argc, argv);
+  }
   if (argc >= 2 && std::string(argv[1]) == "group") return bench_group_main(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "quant") return bench_quant_main(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "soak") return bench_soak_main(argc, argv);
