@@ -26,11 +26,45 @@ class RootedMixin(object):
         self._need(name, r, count, "recv buffer")
         return r
 
-    def _nonroot_recv(self, name, recv, datatype, root):
+    def _inplace_recv(self, name, recv, datatype, span):
+        """The recv buffer of an in-place call (send None), checked to hold span elements."""
         if recv is None:
-            raise bad("%s: rank %d is not the root (%d) and needs its recv buffer (its length "
-                      "is the count)" % (name, self.rank, root))
-        return as_buffer(recv, datatype, writable=True, what="recv buffer")
+            raise bad("%s: send and recv cannot both be None" % name)
+        r = as_buffer(recv, datatype, writable=True, what="recv buffer")
+        self._need(name, r, span, "recv buffer")
+        return r
+
+    def _gather_ends(self, name, send, recv, lay, me, datatype):
+        """(src, recv Buffer, keep) of gatherv/allgatherv on a rank that receives (lay: the
+        recvcounts Layout): send None is in place (recv at displs[me] is the input), else
+        send must hold recvcounts[me] elements; recv is allocated like send when None."""
+        if send is None:
+            r = self._inplace_recv(name, recv, datatype, lay.span)
+            return r.element_address(lay.displs[me]), r, (r.keep,)
+        if recv is send:
+            raise bad("%s: recv cannot be send; pass send=None for in place" % name)
+        s = as_buffer(send, datatype, what="send buffer")
+        if s.count != lay.counts[me]:
+            raise bad("%s: send buffer holds %d elements but recvcounts[%d] is %d"
+                      % (name, s.count, me, lay.counts[me]))
+        r = self._recv_into(name, recv, s, lay.span, datatype)
+        return s.address, r, (s.keep, r.keep)
+
+    def _scatter_ends(self, name, send, recv, root, datatype, own_block):
+        """(src, dst, count, datatype, result, keep) of scatter/scatterv on this rank.
+        own_block(s) -> (offset, count) of the root's block in its send buffer s."""
+        if self.rank != root:
+            if recv is None:
+                raise bad("%s: rank %d is not the root (%d) and needs its recv buffer (its "
+                          "length is the count)" % (name, self.rank, root))
+            r = as_buffer(recv, datatype, writable=True, what="recv buffer")
+            return None, r.address, r.count, r.datatype, r.obj, (r.keep,)
+        s = as_buffer(send, datatype, writable=(recv is send), what="send buffer")
+        off, c = own_block(s)
+        if recv is send:  # in place: the root's block stays where it is
+            return s.address, s.element_address(off), c, s.datatype, s.obj, (s.keep,)
+        r = self._recv_into(name, recv, s, c, datatype)
+        return s.address, r.address, c, s.datatype, r.obj, (s.keep, r.keep)
 
     # -- gather / scatter --------------------------------------------------------------
     def _gather(self, send, recv, root, datatype, algorithm, timeout_ms, nb):
@@ -66,18 +100,12 @@ class RootedMixin(object):
 
     def _scatter(self, send, recv, root, datatype, algorithm, timeout_ms, nb):
         name, root = "scatter", self._root(root)
-        if self.rank == root:
-            s = as_buffer(send, datatype, writable=(recv is send), what="send buffer")
+
+        def own_block(s):
             c = self._blocks(name, s, "send buffer")
-            if recv is send:  # in place: the root's block stays where it is
-                dst, result, keep = s.element_address(root * c), s.obj, (s.keep,)
-            else:
-                r = self._recv_into(name, recv, s, c, datatype)
-                dst, result, keep = r.address, r.obj, (s.keep, r.keep)
-            src, dt = s.address, s.datatype
-        else:
-            r = self._nonroot_recv(name, recv, datatype, root)
-            src, dst, c, dt, result, keep = None, r.address, r.count, r.datatype, r.obj, (r.keep,)
+            return root * c, c
+        src, dst, c, dt, result, keep = self._scatter_ends(name, send, recv, root, datatype,
+                                                           own_block)
         opts = self._opts(algorithm, timeout_ms)
         return self._run(name, lib.collx_iscatter if nb else lib.collx_scatter,
                          [src, dst, c, int(dt), root], opts, keep, result, nb)
@@ -99,23 +127,8 @@ class RootedMixin(object):
         lay = r = None
         if self.rank == root:
             lay = layout(name, recvcounts, displs, self.size, "recvcounts", "displs")
-            mine = lay.counts[root]
-            if send is None:  # in place: recv at displs[root] is the root's input
-                if recv is None:
-                    raise bad("gatherv: send and recv cannot both be None")
-                r = as_buffer(recv, datatype, writable=True, what="recv buffer")
-                self._need(name, r, lay.span, "recv buffer")
-                src, sc, keep = r.element_address(lay.displs[root]), mine, (r.keep,)
-            else:
-                if recv is send:
-                    raise bad("gatherv: recv cannot be send; pass send=None for in place")
-                s = as_buffer(send, datatype, what="send buffer")
-                if s.count != mine:
-                    raise bad("gatherv: the root's send buffer holds %d elements but "
-                              "recvcounts[%d] is %d" % (s.count, root, mine))
-                r = self._recv_into(name, recv, s, lay.span, datatype)
-                src, sc, keep = s.address, s.count, (s.keep, r.keep)
-            dt = r.datatype
+            src, r, keep = self._gather_ends(name, send, recv, lay, root, datatype)
+            sc, dt = lay.counts[root], r.datatype
         else:
             if send is None:
                 raise bad("gatherv: send None (in place) is for the root only; rank %d is not "
@@ -148,18 +161,12 @@ class RootedMixin(object):
         lay = None
         if self.rank == root:
             lay = layout(name, sendcounts, displs, self.size, "sendcounts", "displs")
-            s = as_buffer(send, datatype, writable=(recv is send), what="send buffer")
+
+        def own_block(s):
             self._need(name, s, lay.span, "send buffer")
-            rc = lay.counts[root]
-            if recv is send:  # in place: the root's block stays at displs[root]
-                dst, result, keep = s.element_address(lay.displs[root]), s.obj, (s.keep,)
-            else:
-                r = self._recv_into(name, recv, s, rc, datatype)
-                dst, result, keep = r.address, r.obj, (s.keep, r.keep)
-            src, dt = s.address, s.datatype
-        else:
-            r = self._nonroot_recv(name, recv, datatype, root)
-            src, dst, rc, dt, result, keep = None, r.address, r.count, r.datatype, r.obj, (r.keep,)
+            return lay.displs[root], lay.counts[root]
+        src, dst, rc, dt, result, keep = self._scatter_ends(name, send, recv, root, datatype,
+                                                            own_block)
         opts = self._opts(algorithm, timeout_ms)
         return self._run(name, lib.collx_iscatterv if nb else lib.collx_scatterv,
                          [src, lay.counts_c if lay else None, lay.displs_c if lay else None,

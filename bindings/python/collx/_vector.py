@@ -6,31 +6,16 @@ from ._lib import lib
 
 
 class VectorMixin(object):
-    """Mixed into Communicator; uses its helpers and RootedMixin._recv_into."""
+    """Mixed into Communicator; uses its helpers and RootedMixin's (_gather_ends)."""
 
     def _allgatherv(self, send, recvcounts, recv, displs, datatype, algorithm, timeout_ms, nb):
         name, rank = "allgatherv", self.rank
         lay = layout(name, recvcounts, displs, self.size, "recvcounts", "displs")
-        mine = lay.counts[rank]
-        if send is None:  # in place: recv at displs[rank] is this rank's input
-            if recv is None:
-                raise bad("allgatherv: send and recv cannot both be None")
-            r = as_buffer(recv, datatype, writable=True, what="recv buffer")
-            self._need(name, r, lay.span, "recv buffer")
-            src, keep = r.element_address(lay.displs[rank]), (r.keep,)
-        else:
-            if recv is send:
-                raise bad("allgatherv: recv cannot be send; pass send=None for in place")
-            s = as_buffer(send, datatype, what="send buffer")
-            if s.count != mine:
-                raise bad("allgatherv: send buffer holds %d elements but recvcounts[%d] is %d"
-                          % (s.count, rank, mine))
-            r = self._recv_into(name, recv, s, lay.span, datatype)
-            src, keep = s.address, (s.keep, r.keep)
+        src, r, keep = self._gather_ends(name, send, recv, lay, rank, datatype)
         opts = self._opts(algorithm, timeout_ms)
         return self._run(name, lib.collx_iallgatherv if nb else lib.collx_allgatherv,
-                         [src, mine, r.address, lay.counts_c, lay.displs_c, int(r.datatype)],
-                         opts, (keep, lay.keep()), r.obj, nb)
+                         [src, lay.counts[rank], r.address, lay.counts_c, lay.displs_c,
+                          int(r.datatype)], opts, (keep, lay.keep()), r.obj, nb)
 
     def allgatherv(self, send, recvcounts, recv=None, displs=None, datatype=None,
                    algorithm=None, timeout_ms=None):
