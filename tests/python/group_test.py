@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """python_group_test: worlds of 2 and 4 ranks use `with collx.group():` for a ring exchange
 whose send/recv order would deadlock without the group (every rank receives first), many
-small all-reduces and a gatherv/allgatherv batch, nested groups, requests recorded in a
+small all-reduces (fused) with an allgatherv in a nested group, requests recorded in a
 group, and a call refused while recorded (the exception reaches the caller, the group runs
-nothing and the communicator stays usable)."""
+nothing and the communicator stays usable), and a grouped receive whose count disagrees with
+the sender's (Mismatch, or RemoteError where a peer failed first, on exit, naming the call
+in the group)."""
 import os
 import sys
 
@@ -65,6 +67,19 @@ def worker():
         expect("refused group ran nothing", untouched, [rank] * 4)
         expect("communicator usable after a refused group", comm.allreduce(make("q", [1])),
                [size])
+        # A call failing while the group runs: raised on exit with collx's message naming it.
+        with comm.dup() as bad:
+            raised = None
+            try:
+                with collx.group():
+                    bad.recv(make("q", [0] * 3), prv, tag=9, timeout_ms=5000)
+                    bad.send(make("q", [rank] * 4), nxt, tag=9, timeout_ms=5000)
+            except collx.CollxError as e:
+                raised = e
+            # Mismatch where detected; a rank whose peer failed first may see RemoteError.
+            assert isinstance(raised, (collx.Mismatch, collx.RemoteError)), repr(raised)
+            assert "in the group" in str(raised) and "group end" in str(raised), str(raised)
+            print("rank %d: failing grouped recv: %s" % (rank, raised), flush=True)
     print("rank %d/%d ok" % (rank, size), flush=True)
 
 

@@ -7,7 +7,7 @@ ranks disagreeing on recvcounts get Mismatch from collx."""
 import os
 import sys
 
-from world import aslist, expect, main, make
+from world import aslist, expect, main, make, np
 
 
 def raises(exc_type, fn, *contains):
@@ -90,6 +90,8 @@ def check_vector(comm, rank, size):
     mine = [rank * 1000 + i for i in range(counts[rank])]
     want = [r * 1000 + i for r in ranks for i in range(counts[r])]
     expect("allgatherv", comm.allgatherv(make("q", mine), counts), want)
+    as_array = np.array(counts, dtype=np.int64) if np is not None else tuple(counts)
+    expect("allgatherv, counts as an array", comm.allgatherv(make("q", mine), as_array), want)
     displs = [d + r for r, d in enumerate(packed(counts))]  # one-element gaps
     recv = make("q", [-7] * (displs[-1] + counts[-1]))
     req = comm.iallgatherv(make("q", mine), counts, recv, displs)
