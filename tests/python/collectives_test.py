@@ -5,41 +5,10 @@ int64, in place and out of place), allgather, reduce_scatter, a nonblocking allr
 broadcast, alltoall and point-to-point through the Python binding and checks the results
 exactly. The launcher fails if any rank fails or the world exceeds its deadline (stragglers
 are killed). Uses numpy when importable, else array.array."""
-import array
 import os
-import socket
-import subprocess
 import sys
-import time
-import traceback
 
-WORLD_DEADLINE_S = 45
-
-try:
-    import numpy as np
-except ImportError:
-    np = None
-
-
-def make(kind, values):
-    """A buffer of the given kind ('f' float32, 'q' int64, 'i' int32) holding values."""
-    if np is not None:
-        return np.array(values, dtype={"f": np.float32, "q": np.int64, "i": np.int32}[kind])
-    return array.array(kind, values)
-
-
-def aslist(buf):
-    return [v.item() if hasattr(v, "item") else v for v in buf]
-
-
-def expect(what, got, want):
-    got = aslist(got)
-    if got != list(want):
-        bad = next(i for i in range(max(len(got), len(want)))
-                   if i >= len(got) or i >= len(want) or got[i] != want[i])
-        raise AssertionError("%s: mismatch at %d: got %s, want %s (len %d vs %d)"
-                             % (what, bad, got[bad:bad + 4], list(want)[bad:bad + 4],
-                                len(got), len(want)))
+from world import aslist, expect, main, make
 
 
 def worker():
@@ -150,59 +119,5 @@ def worker():
     print("rank %d/%d ok" % (rank, size), flush=True)
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def launch(size):
-    addr = "127.0.0.1:%d" % free_port()
-    procs = []
-    for rank in range(size):
-        env = dict(os.environ, COLLX_RANK=str(rank), COLLX_WORLD_SIZE=str(size),
-                   COLLX_STORE_ADDR=addr)
-        procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"],
-                                      env=env))
-    start = time.monotonic()
-    deadline = start + WORLD_DEADLINE_S
-    while time.monotonic() < deadline and any(p.poll() is None for p in procs):
-        if any(p.poll() not in (None, 0) for p in procs):
-            time.sleep(2)  # give the others a moment to report the failure too
-            break
-        time.sleep(0.05)
-    failures = []
-    for rank, p in enumerate(procs):
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-            failures.append("rank %d still running at the deadline (%d s); killed"
-                            % (rank, WORLD_DEADLINE_S))
-        elif p.returncode != 0:
-            failures.append("rank %d exited with %d" % (rank, p.returncode))
-    took = time.monotonic() - start
-    if failures:
-        print("world of %d FAILED after %.1f s: %s" % (size, took, "; ".join(failures)), flush=True)
-        return False
-    print("world of %d passed in %.1f s" % (size, took), flush=True)
-    return True
-
-
-def main():
-    if "--worker" in sys.argv:
-        try:
-            worker()
-        except BaseException:
-            traceback.print_exc()
-            sys.stdout.flush()
-            os._exit(1)
-        return 0
-    print("numpy: %s" % ("yes" if np is not None else "no (array.array)"), flush=True)
-    ok = True
-    for size in (2, 4):
-        ok = launch(size) and ok
-    return 0 if ok else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__file__, worker))

@@ -17,13 +17,14 @@ from ._types import (Aborted, Algorithm, Coll, CollxError, CollxSystemError, Dat
                      Unsupported)
 from ._buffer import as_buffer, datatype_size, parse_datatype
 from ._comm import Communicator, Request, parse_algorithm, parse_op
+from ._group import group
 from ._memory import mem_alloc
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Aborted", "Algorithm", "Coll", "CollxError", "CollxSystemError", "Communicator",
-    "Datatype", "InternalError", "InvalidArgument", "InvalidUsage", "MemKind", "Mismatch",
+    "Datatype", "group", "InternalError", "InvalidArgument", "InvalidUsage", "MemKind", "Mismatch",
     "NoMemory", "Op", "ProtocolError", "RemoteError", "Request", "SPLIT_NOCOLOR", "Status",
     "SUPPORTED_MAJOR", "Timeout", "Transport", "Unsupported", "as_buffer", "datatype_size",
     "library_path", "library_version", "mem_alloc", "parse_algorithm", "parse_datatype", "parse_op",

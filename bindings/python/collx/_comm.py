@@ -2,8 +2,11 @@
 import ctypes
 import threading
 
+from . import _group
 from ._buffer import Buffer, alloc_like, as_buffer, datatype_name, parse_datatype
 from ._lib import cstr, lib, new_config, new_opts
+from ._rooted import RootedMixin
+from ._vector import VectorMixin
 from ._types import (Algorithm, CollxError, InvalidArgument, InvalidUsage, Op, SPLIT_NOCOLOR,
                      Status, error_class)
 
@@ -149,7 +152,7 @@ class Request(object):
             pass
 
 
-class Communicator(object):
+class Communicator(RootedMixin, VectorMixin):
     """A collx communicator.
 
     Communicator(rank, size, store_addr, timeout_ms=None, name=None, transports=None)
@@ -325,9 +328,13 @@ class Communicator(object):
     def _run(self, name, fn, args, opts, keep, result, nonblocking):
         h = self._h()
         popts = ctypes.byref(opts) if opts is not None else None
+        grouped = _group.depth() > 0
+        if grouped:  # recorded, not run: the buffers must live until the group ends
+            _group.hold((keep, opts, result))
         if not nonblocking:
             rc = fn(*(args + [h, popts]))
-            self._orphans = []  # a blocking call orders after every earlier operation
+            if not grouped:
+                self._orphans = []  # a blocking call orders after every earlier operation
             _check(rc, h, name)
             return result
         req = ctypes.c_void_p()

@@ -55,6 +55,7 @@ _sz = ctypes.c_size_t
 _i32 = ctypes.c_int32
 _i64 = ctypes.c_int64
 _opts = P(CollxOpts)
+_szp = P(ctypes.c_size_t)
 
 # name: (restype, [argtypes])
 _PROTOTYPES = {
@@ -109,6 +110,23 @@ _PROTOTYPES = {
     "collx_ibarrier": (c_status, [c_comm, _opts, P(c_request)]),
     "collx_isend": (c_status, [_vp, _sz, c_enum, _i32, _i32, c_comm, _opts, P(c_request)]),
     "collx_irecv": (c_status, [_vp, _sz, c_enum, _i32, _i32, c_comm, _opts, P(c_request)]),
+    "collx_allgatherv": (c_status, [_vp, _sz, _vp, _szp, _szp, c_enum, c_comm, _opts]),
+    "collx_alltoallv": (c_status, [_vp, _szp, _szp, _vp, _szp, _szp, c_enum, c_comm, _opts]),
+    "collx_reduce_scatterv": (c_status, [_vp, _vp, _szp, c_enum, c_enum, c_comm, _opts]),
+    "collx_gatherv": (c_status, [_vp, _sz, _vp, _szp, _szp, c_enum, _i32, c_comm, _opts]),
+    "collx_scatterv": (c_status, [_vp, _szp, _szp, _vp, _sz, c_enum, _i32, c_comm, _opts]),
+    "collx_iallgatherv": (c_status, [_vp, _sz, _vp, _szp, _szp, c_enum, c_comm, _opts,
+                                     P(c_request)]),
+    "collx_ialltoallv": (c_status, [_vp, _szp, _szp, _vp, _szp, _szp, c_enum, c_comm, _opts,
+                                    P(c_request)]),
+    "collx_ireduce_scatterv": (c_status, [_vp, _vp, _szp, c_enum, c_enum, c_comm, _opts,
+                                          P(c_request)]),
+    "collx_igatherv": (c_status, [_vp, _sz, _vp, _szp, _szp, c_enum, _i32, c_comm, _opts,
+                                  P(c_request)]),
+    "collx_iscatterv": (c_status, [_vp, _szp, _szp, _vp, _sz, c_enum, _i32, c_comm, _opts,
+                                   P(c_request)]),
+    "collx_group_start": (c_status, []),
+    "collx_group_end": (c_status, []),
     "collx_test": (c_status, [c_request, P(ctypes.c_int)]),
     "collx_wait": (c_status, [c_request, _i64]),
     "collx_request_free": (c_status, [c_request]),
