@@ -14,6 +14,7 @@
 #include "collx/collx.h"
 #include "lib/common/scratch.h"
 #include "lib/common/status.h"
+#include "lib/core/comm_p2p_device.h"
 #include "lib/core/executor.h"
 #include "lib/core/flight_recorder.h"  // flight recorder
 #include "lib/core/host_identity.h"
@@ -103,6 +104,7 @@ class RequestImpl {
   Deadline op_deadline_ = Deadline::never();
   std::string context_;
   uint64_t fr_id_ = 0;  // flight recorder record of a point-to-point request
+  std::unique_ptr<P2pStaged> staged_;  // point-to-point on device buffers (comm_p2p_device.h)
 };
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
@@ -250,6 +252,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   FlightRecorder flight_;  // last operations, dumped on a timeout (declared before the executor, whose tasks use it)
   Executor executor_;
   std::shared_ptr<DeviceState> device_;  // lib/core/comm_device.cc; made by the first device call
+  P2pStagingPool p2p_staging_;           // point-to-point on device buffers (comm_p2p_device.h)
   std::shared_ptr<Hierarchy> hierarchy_;  // lib/core/comm_hierarchy.cc; null: one host
 
   mutable std::mutex state_mutex_;

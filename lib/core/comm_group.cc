@@ -58,8 +58,7 @@ Status Communicator::check_recorded(const CollCall& call, CollCall* recorded) co
   LogRankScope log_rank(rank_);
   if (failed_.load(std::memory_order_acquire)) return unusable();
   *recorded = call;
-  if (is_p2p(call)) return validate(call);
-  CollCall checked;
+  CollCall checked;  // point-to-point too: device buffers are checked as for collectives
   COLLX_RETURN_IF_ERROR(device_check(call, &checked));
   COLLX_RETURN_IF_ERROR(validate(checked));
   // Detect the memory kind once: planning and running the group would ask again per call

@@ -5,6 +5,7 @@
 // transport: collx_test/collx_wait on the request, or any other call on the communicator.
 #include "lib/common/log.h"
 #include "lib/core/comm.h"
+#include "lib/core/comm_device.h"
 #include "lib/core/names.h"
 #include "lib/dtype/datatype.h"
 
@@ -26,7 +27,9 @@ transport::OpDesc p2p_desc(const CollCall& call) {
 
 Status Communicator::post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>* out) {
   LogRankScope log_rank(rank_);
-  COLLX_RETURN_IF_ERROR(validate(call));
+  CollCall checked;
+  COLLX_RETURN_IF_ERROR(device_check(call, &checked));  // CUDA hook (comm_device.cc)
+  COLLX_RETURN_IF_ERROR(validate(checked));
   if (failed_.load(std::memory_order_acquire)) return unusable();
   auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/true);
   const transport::OpDesc desc = p2p_desc(call);
@@ -38,10 +41,22 @@ Status Communicator::post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>
                                     rank_, name_.c_str());
   transport::Request* tx = &request->tx_request_;
   request->fr_id_ = flight_.start(desc, call.peer, call.coll);  // flight recorder
-  Status st = call.coll == COLLX_COLL_SEND
-                  ? transport_->post_send(tx, call.peer, static_cast<uint64_t>(call.tag), call.sendbuf, bytes, desc)
-                  : transport_->post_recv(tx, call.peer, static_cast<uint64_t>(call.tag), call.recvbuf, bytes, desc);
+  const void* sendbuf = call.sendbuf;
+  void* recvbuf = call.recvbuf;
+  Status st;
+  if (device_buffers(call)) {  // staged through pinned memory (comm_p2p_device.h)
+    st = call.coll == COLLX_COLL_SEND ? P2pStaged::for_send(&p2p_staging_, sendbuf, bytes, call.stream,
+                                                            request->op_deadline_, &aborted_, &request->staged_)
+                                      : P2pStaged::for_recv(&p2p_staging_, recvbuf, bytes, call.stream, &request->staged_);
+    if (request->staged_) sendbuf = recvbuf = request->staged_->host();
+  }
+  if (st.ok()) {
+    st = call.coll == COLLX_COLL_SEND
+             ? transport_->post_send(tx, call.peer, static_cast<uint64_t>(call.tag), sendbuf, bytes, desc)
+             : transport_->post_recv(tx, call.peer, static_cast<uint64_t>(call.tag), recvbuf, bytes, desc);
+  }
   if (!st.ok()) {
+    request->staged_.reset();
     flight_.end(request->fr_id_, st.code());  // flight recorder
     st = st.with_context(request->context_);
     if (st.code() != COLLX_ERR_INVALID_ARG) fail(st);
@@ -75,13 +90,18 @@ Status Communicator::wait_p2p(RequestImpl* request, Deadline wait_deadline) {
       if (aborted_.load(std::memory_order_acquire)) {
         st = Status(COLLX_ERR_ABORTED, "collx_comm_abort was called while it ran");
       }
+      request->staged_.reset();
       st = st.with_context(request->context_);
       fail(st);
       return st;
     }
   }
-  if (tx->failed()) {
-    Status st = tx->status().with_context(request->context_);
+  Status st = tx->failed() ? tx->status() : Status::Ok();
+  // Device buffers: a received message goes on to the device on the caller's stream.
+  if (st.ok() && request->staged_) st = request->staged_->deliver();
+  request->staged_.reset();
+  if (!st.ok()) {
+    st = st.with_context(request->context_);
     fail(st);
     return st;
   }

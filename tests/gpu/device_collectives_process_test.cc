@@ -11,6 +11,7 @@
 
 #include "lib/cuda/device.h"
 #include "tests/gpu/device_case.h"
+#include "tests/gpu/device_p2p_case.h"
 #include "tests/support/process_ranks.h"
 
 namespace collx {
@@ -76,6 +77,25 @@ TEST_P(DeviceCollectivesProcesses, MatchHostResultsOnStagedAndIpcRoutes) {
     for (const RankResult& r : results) {
       ASSERT_EQ(r.exit_code, 0) << route.name << " np=" << size << ": " << describe(results);
     }
+  }
+}
+
+// Point-to-point on device buffers between processes (the staged route over tcp and over shm),
+// on the ranks' own streams, the legacy and the per-thread default streams in turn.
+TEST(DeviceP2pProcesses, RingDeliversStreamOrderedDataOverTcpAndShm) {
+  for (const DeviceRoute& route : kRoutes) {
+    auto results = run_comm_processes(
+        3, 120000,
+        [&](int rank, int n, collx_comm_t comm) {
+          void* own = nullptr;
+          if (!cuda::stream_create(&own).ok()) return 1;
+          const std::string failure = run_p2p_rings(rank, n, comm, stream_for(rank, own));
+          if (!failure.empty()) std::fprintf(stderr, "%s: %s\n", route.name, failure.c_str());
+          cuda::stream_destroy(own);
+          return failure.empty() ? 0 : 1;
+        },
+        60000, route.transports);
+    for (const RankResult& r : results) ASSERT_EQ(r.exit_code, 0) << route.name << ": " << describe(results);
   }
 }
 

@@ -33,6 +33,21 @@ TEST(NoDevice, ExplicitCudaBuffersAreRefusedAndTheCommunicatorStaysUsable) {
   });
 }
 
+TEST(NoDevice, ExplicitCudaPointToPointIsRefusedBeforeAnythingMoves) {
+  ThreadRanks world(2, 30000, COLLX_TRANSPORT_TCP);
+  ASSERT_TRUE(world.ok()) << world.error();
+  world.run([](int rank, collx_comm_t comm) {
+    std::vector<float> buf(64, 1.0f);
+    collx_opts_t opts;
+    collx_opts_init(&opts, sizeof opts);
+    opts.mem_kind = COLLX_MEM_CUDA;
+    EXPECT_EQ(COLLX_ERR_UNSUPPORTED, rank == 0 ? collx_send(buf.data(), 64, COLLX_FLOAT32, 1, 0, comm, &opts)
+                                               : collx_recv(buf.data(), 64, COLLX_FLOAT32, 0, 0, comm, &opts));
+    const std::string message = collx_last_error(comm);
+    EXPECT_NE(message.find("CUDA"), std::string::npos) << message;
+  });
+}
+
 TEST(NoDevice, LayersReportInsteadOfCrashing) {
   std::string why;
   EXPECT_EQ(0, cuda::device_count(&why));

@@ -1,0 +1,73 @@
+// Point-to-point on CUDA device buffers: the staged route (docs/cuda.md, "Point-to-point on
+// device buffers"). A send copies the device buffer to pinned host staging on the caller's
+// stream, waits for that copy (an event, by the call's deadline or an abort), then sends from
+// the staging; a receive lands in pinned staging and is copied to the device on the caller's
+// stream when the message has arrived (the call completes when that copy is queued).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "lib/common/deadline.h"
+#include "lib/common/status.h"
+
+namespace collx {
+
+// Pinned staging buffers of one communicator, reused across calls. A buffer whose copy to
+// the device may still run is kept until its event says the copy ended. Thread-safe.
+class P2pStagingPool {
+ public:
+  struct Buffer {
+    char* pinned = nullptr;
+    size_t capacity = 0;
+    void* event = nullptr;  // recorded after the last device copy out of `pinned`
+    bool pending = false;   // that copy may still run
+  };
+  P2pStagingPool() = default;
+  ~P2pStagingPool();  // waits (bounded) for pending copies, then frees every buffer
+  P2pStagingPool(const P2pStagingPool&) = delete;
+  P2pStagingPool& operator=(const P2pStagingPool&) = delete;
+
+  // A free buffer of at least `bytes` (reused, or newly allocated with its event).
+  Status acquire(size_t bytes, Buffer* out);
+  void release(Buffer buffer);
+
+ private:
+  static void destroy(Buffer* buffer);
+  std::mutex mutex_;
+  std::vector<Buffer> buffers_;
+};
+
+// The staging of one point-to-point request; returns its buffer to the pool when destroyed.
+class P2pStaged {
+ public:
+  // Send: the device buffer `device_src` (`bytes`) copied into staging on `stream` after the
+  // work already queued there, and waited for; host() then holds the message.
+  static Status for_send(P2pStagingPool* pool, const void* device_src, size_t bytes, void* stream,
+                         Deadline deadline, const std::atomic<bool>* abort, std::unique_ptr<P2pStaged>* out);
+  // Receive: staging for the message, delivered to `device_dst` by deliver().
+  static Status for_recv(P2pStagingPool* pool, void* device_dst, size_t bytes, void* stream,
+                         std::unique_ptr<P2pStaged>* out);
+  ~P2pStaged();
+  P2pStaged(const P2pStaged&) = delete;
+  P2pStaged& operator=(const P2pStaged&) = delete;
+
+  char* host() const { return buffer_.pinned; }
+  // Receive, once the message is in host(): queues the copy to the device on the stream (and
+  // the event guarding the staging). Nothing for a send.
+  Status deliver();
+
+ private:
+  P2pStaged(P2pStagingPool* pool, void* device_dst, size_t bytes, void* stream)
+      : pool_(pool), device_dst_(device_dst), bytes_(bytes), stream_(stream) {}
+  P2pStagingPool* pool_;
+  P2pStagingPool::Buffer buffer_;
+  void* device_dst_;  // receive only
+  size_t bytes_;
+  void* stream_;
+};
+
+}  // namespace collx
