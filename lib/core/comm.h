@@ -195,6 +195,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void destroy_hierarchy();
   // CUDA device buffers: NCCL, CUDA IPC or staging (lib/core/comm_device.cc).
   Status dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
+  // Refuses a device collective on a stream capturing a CUDA graph unless it can take the
+  // NCCL route; called before the call's sequence number is spent, so the communicator stays
+  // usable (comm_device.cc).
+  Status capture_check(const CollCall& call) const;
   // The algorithms' view of this communicator's host transport, in world rank order.
   algo::Context host_context() const;
   // Marks the communicator failed; peers are told unless the failure came from them.

@@ -77,6 +77,7 @@ Status Communicator::select_algorithm(collx_coll_t coll, size_t count, int32_t d
 Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) const {
   CollCall checked;                                   // CUDA hook (comm_device.cc)
   COLLX_RETURN_IF_ERROR(device_check(call, &checked));  // CUDA hook (comm_device.cc)
+  COLLX_RETURN_IF_ERROR(capture_check(call));
   // validate() and the choice depend only on the fields LastCall keeps (and on rank and
   // size, which never change): a call equal to the last accepted one is accepted again and
   // gets the same algorithm without repeating either.

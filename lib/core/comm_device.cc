@@ -129,6 +129,29 @@ bool nccl_delegates(collx_coll_t coll) {
 
 }  // namespace
 
+Status Communicator::capture_check(const CollCall& call) const {
+  // The legacy default stream (NULL) cannot be captured; host buffers never reach a stream.
+  if (!call.stream || call.count == 0 || !device_buffers(call)) return Status::Ok();
+  bool capturing = false;
+  COLLX_RETURN_IF_ERROR(cuda::stream_capturing(call.stream, &capturing));
+  if (!capturing) return Status::Ok();
+  const bool p2p = call.coll == COLLX_COLL_SEND || call.coll == COLLX_COLL_RECV;
+  const bool nccl_route = !p2p && (settings_.transports & COLLX_TRANSPORT_NCCL) && nccl_delegates(call.coll) &&
+                          !(device_ && device_->nccl_refused);
+  if (nccl_route) return Status::Ok();
+  // The other routes wait on the host for the stream and move data through host transports
+  // now, not at replay: refuse rather than record a graph that would do nothing.
+  return make_status(COLLX_ERR_INVALID_USAGE,
+                     "the stream is capturing a CUDA graph, and only the NCCL route can be captured (this %s "
+                     "would be staged through host memory%s, which waits on the host); allow nccl in "
+                     "COLLX_TRANSPORTS with NCCL usable, or run it outside the capture",
+                     p2p ? "point-to-point call" : "collective",
+                     !p2p && local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) &&
+                             cuda_ipc::supports(call.coll, size_)
+                         ? " or go through CUDA IPC"
+                         : "");
+}
+
 Status Communicator::dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline) {
   if (!device_) device_ = std::make_shared<DeviceState>(rank_, size_);
   DeviceState& d = *device_;
@@ -161,10 +184,10 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
   }
 
   // A stream capturing a CUDA graph records work instead of running it: only NCCL's
-  // operations can be captured; the other routes wait on the host for the stream (and the
-  // host transports move data now, not at replay), so they refuse rather than corrupt.
+  // operations can be captured (capture_check() refused the rest before the call began,
+  // except when NCCL turned out unusable just now).
   bool capturing = false;
-  COLLX_RETURN_IF_ERROR(cuda::stream_capturing(call.stream, &capturing));
+  if (call.stream) COLLX_RETURN_IF_ERROR(cuda::stream_capturing(call.stream, &capturing));
 
   if ((settings_.transports & COLLX_TRANSPORT_NCCL) && !d.nccl_refused && nccl_delegates(call.coll)) {
     if (!d.nccl) {

@@ -60,6 +60,7 @@ Status Communicator::check_recorded(const CollCall& call, CollCall* recorded) co
   *recorded = call;
   CollCall checked;  // point-to-point too: device buffers are checked as for collectives
   COLLX_RETURN_IF_ERROR(device_check(call, &checked));
+  COLLX_RETURN_IF_ERROR(capture_check(call));
   COLLX_RETURN_IF_ERROR(validate(checked));
   // Detect the memory kind once: planning and running the group would ask again per call
   // (a CUDA driver probe each time where none is loaded).

@@ -49,6 +49,9 @@ TEST_P(GraphCapture, CollectiveOnACapturingStreamIsRefusedAndLeavesTheCommunicat
     EXPECT_NE(error.find("capturing a CUDA graph"), std::string::npos) << error;
     EXPECT_EQ(COLLX_ERR_INVALID_USAGE,
               collx_broadcast(buf.get(), buf.get(), count, COLLX_FLOAT32, 0, comm, &opts));
+    // Point-to-point is staged through host memory too: refused alike, nothing sent.
+    EXPECT_EQ(COLLX_ERR_INVALID_USAGE,
+              collx_send(buf.get(), count, COLLX_FLOAT32, (rank + 1) % kRanks, 0, comm, &opts));
     ASSERT_TRUE(cuda::stream_end_capture(stream).ok());
     ASSERT_TRUE(cuda::stream_capturing(stream, &capturing).ok());
     EXPECT_FALSE(capturing);
