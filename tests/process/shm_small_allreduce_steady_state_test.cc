@@ -35,9 +35,10 @@ COLLX_COUNTING_NEW void* operator new[](size_t bytes) { return operator new(byte
 COLLX_COUNTING_NEW void* operator new(size_t bytes, const std::nothrow_t&) noexcept { return counted(bytes); }
 COLLX_COUNTING_NEW void* operator new[](size_t bytes, const std::nothrow_t&) noexcept { return counted(bytes); }
 COLLX_COUNTING_NEW void operator delete(void* p) noexcept { free(p); }
-COLLX_COUNTING_NEW void operator delete[](void* p) noexcept { free(p); }
-COLLX_COUNTING_NEW void operator delete(void* p, size_t) noexcept { free(p); }
-COLLX_COUNTING_NEW void operator delete[](void* p, size_t) noexcept { free(p); }
+// The array and sized forms release the same way.
+COLLX_COUNTING_NEW void operator delete[](void* p) noexcept { operator delete(p); }
+COLLX_COUNTING_NEW void operator delete(void* p, size_t) noexcept { operator delete(p); }
+COLLX_COUNTING_NEW void operator delete[](void* p, size_t) noexcept { operator delete(p); }
 
 namespace collx {
 namespace testing {
