@@ -70,7 +70,7 @@ class Meeting {
       // request, no lock. Otherwise the request path waits, or reports the mismatch.
       if (boards_->reached(peer, counter, value, desc)) continue;
       // Made on the first wait only: peers in step never need one.
-      if (!requests_) requests_.reset(new transport::Request[ctx_.size]);
+      if (requests_ == nullptr) requests_ = thread_requests(ctx_.size);
       transport::Request* req = &requests_[peer];
       status = boards_->post_wait(req, peer, counter, value, desc);
       if (!status.ok()) break;
@@ -85,6 +85,20 @@ class Meeting {
     // requests die with this Meeting, and a later poison would complete them.
     if (!status.ok()) ctx_.transport->cancel(pending, npending);
     return status;
+  }
+
+  // One request per rank, kept by the thread between its calls: a meeting that waits (a peer
+  // not yet there after the spin, the usual case on a loaded machine) then allocates nothing.
+  // Reuse is safe: a thread runs one meeting at a time, and every request a meeting listed
+  // has completed or been cancelled (the engine forgets it) before the meeting returns.
+  static transport::Request* thread_requests(int size) {
+    thread_local std::unique_ptr<transport::Request[]> requests;
+    thread_local int capacity = 0;
+    if (capacity < size) {
+      requests.reset(new transport::Request[size]);
+      capacity = size;
+    }
+    return requests.get();
   }
 
   static constexpr size_t kMaxListed = 64;
@@ -147,7 +161,7 @@ class Meeting {
   const Context& ctx_;
   SharedBoards* boards_;
   const Deadline deadline_;
-  std::unique_ptr<transport::Request[]> requests_;
+  transport::Request* requests_ = nullptr;  // thread_requests(), once this meeting waits
 };
 
 Status boards_of(const Context& ctx, SharedBoards** out) {

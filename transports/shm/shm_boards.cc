@@ -75,11 +75,11 @@ Status ShmEngine::post_wait(Request* req, int peer, Counter counter, uint64_t va
     req->complete_ok();
     return Status::Ok();
   }
-  auto* wait = new BoardWait;
+  BoardWait* wait = take_board_wait();
   wait->counter = counter;
   wait->value = value;
   wait->check_desc = desc != nullptr;
-  if (desc) wait->desc = *desc;
+  wait->desc = desc ? *desc : OpDesc{};
   transport::fill_posted_request(req, false, peer, kBoardWaitTag, nullptr, 0, desc ? *desc : OpDesc{});
   req->transport_private = wait;
   p.board_waits.push_back(req);
@@ -116,7 +116,7 @@ bool ShmEngine::poll_board_waits(Peer& p) {
     p.board_waits[i] = p.board_waits.back();
     p.board_waits.pop_back();
     req->transport_private = nullptr;
-    delete wait;
+    recycle_board_wait(wait);
     moved = true;
     ++completions_;
     if (status.ok()) {
@@ -130,6 +130,21 @@ bool ShmEngine::poll_board_waits(Peer& p) {
   return moved;
 }
 
+BoardWait* ShmEngine::take_board_wait() {
+  if (spare_board_waits_.empty()) return new BoardWait;
+  BoardWait* wait = spare_board_waits_.back().release();
+  spare_board_waits_.pop_back();
+  return wait;
+}
+
+void ShmEngine::recycle_board_wait(BoardWait* wait) noexcept {
+  std::unique_ptr<BoardWait> owned(wait);  // deleted here if the spares cannot take it
+  try {
+    spare_board_waits_.push_back(std::move(owned));
+  } catch (...) {
+  }
+}
+
 void ShmEngine::forget_board_wait(Peer& p, Request* req) {
   for (size_t i = 0; i < p.board_waits.size(); ++i) {
     if (p.board_waits[i] != req) continue;
@@ -137,7 +152,7 @@ void ShmEngine::forget_board_wait(Peer& p, Request* req) {
     p.board_waits.pop_back();
     break;
   }
-  delete static_cast<BoardWait*>(req->transport_private);
+  recycle_board_wait(static_cast<BoardWait*>(req->transport_private));
   req->transport_private = nullptr;
 }
 

@@ -144,6 +144,11 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   // ---- shm_boards.cc
   bool poll_board_waits(Peer& p);      // completes the waits whose counter got there
   void forget_board_wait(Peer& p, Request* req);
+  // A BoardWait for post_wait, from the spares when there is one (waits of a collective
+  // that found a peer behind come and go every call: no allocation once warm); and back.
+  // Both under mu_.
+  BoardWait* take_board_wait();
+  void recycle_board_wait(BoardWait* wait) noexcept;
   BoardHeader* board_header_of(int rank) const;
   // Looks at every peer's state now: the status that poisoned us (a peer failed, died or
   // aborted), or that `peer` left; OK when all is well. Takes the mutex.
@@ -211,6 +216,7 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   bool closed_ = false;
   std::atomic<bool> state_published_{false};  // our state word left ALIVE (once; abort too)
   std::optional<OpDesc> active_;
+  std::vector<std::unique_ptr<BoardWait>> spare_board_waits_;  // take/recycle_board_wait, under mu_
   bool peer_reads_ = false;  // SharedBoards::can_read_peers (set once at creation)
   uint64_t unexpected_bytes_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;

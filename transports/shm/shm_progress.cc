@@ -503,7 +503,7 @@ void ShmEngine::fail_peer_requests(Peer& p, const Status& status) {
   }
   p.posted.clear();
   for (Request* req : p.board_waits) {
-    delete static_cast<BoardWait*>(req->transport_private);
+    recycle_board_wait(static_cast<BoardWait*>(req->transport_private));
     fail(req);
   }
   p.board_waits.clear();
