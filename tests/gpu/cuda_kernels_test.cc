@@ -65,13 +65,14 @@ TEST(CudaReduce, EveryDatatypeAndOpMatchesTheHostKernels) {
           ASSERT_TRUE(cuda::device_synchronize().ok()) << what;
           auto got = dd.read(offset * element, count * element);
           ASSERT_EQ(got.size(), count * element) << what;
-          EXPECT_EQ(0, std::memcmp(got.data(), want.data() + offset * element, got.size())) << what;
+          EXPECT_TRUE(got.empty() || std::memcmp(got.data(), want.data() + offset * element, got.size()) == 0) << what;
           // In place (dst == a).
           st = cuda::cuda_reduce(da.get() + offset * element, da.get() + offset * element, db.get() + offset * element,
                                  count, dt, op, nullptr);
           ASSERT_TRUE(st.ok() && cuda::device_synchronize().ok()) << what;
           got = da.read(offset * element, count * element);
-          EXPECT_EQ(0, std::memcmp(got.data(), want.data() + offset * element, got.size())) << what << " in place";
+          EXPECT_TRUE(got.empty() || std::memcmp(got.data(), want.data() + offset * element, got.size()) == 0)
+              << what << " in place";
         }
       }
     }
@@ -122,9 +123,9 @@ TEST(CudaReduceN, EveryDatatypeOpAndInputCountMatchesTheHostFold) {
         ASSERT_TRUE(st.ok()) << what << ": " << st.message();
         ASSERT_TRUE(cuda::device_synchronize().ok()) << what;
         auto got = out.read(0, bytes);
-        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), bytes)) << what;
+        EXPECT_TRUE(bytes == 0 || std::memcmp(got.data(), want.data(), bytes) == 0) << what;
         got = out2.read(0, bytes);
-        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), bytes)) << what << " (second output)";
+        EXPECT_TRUE(bytes == 0 || std::memcmp(got.data(), want.data(), bytes) == 0) << what << " (second output)";
       }
     }
   }
