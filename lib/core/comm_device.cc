@@ -228,16 +228,8 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
       return d.nccl->enqueue(op, deadline);
     }
   }
-  if (capturing) {
-    return make_status(COLLX_ERR_INVALID_USAGE,
-                       "the stream is capturing a CUDA graph, and only the NCCL route can be captured (this call "
-                       "would take the %s route, which waits on the host); allow nccl in COLLX_TRANSPORTS with "
-                       "NCCL usable, or run the collective outside the capture",
-                       local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) &&
-                               cuda_ipc::supports(call.coll, size_)
-                           ? "CUDA IPC"
-                           : "staged");
-  }
+  // NCCL said no just now (capture_check() allowed the call expecting it): refuse as it does.
+  if (capturing) return capture_check(call);
 
   if (local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && cuda_ipc::supports(call.coll, size_)) {
     CallBootstrap bootstrap(size_, [this, &desc](const std::vector<uint8_t>& mine, std::vector<uint8_t>* all,
