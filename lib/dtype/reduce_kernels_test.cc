@@ -17,6 +17,7 @@
 #include "lib/dtype/datatype.h"
 #include "lib/dtype/kernel_isa.h"
 #include "lib/dtype/reference_for_tests.h"
+#include "tests/support/sweep_limits.h"
 
 namespace collx {
 namespace {
@@ -252,7 +253,7 @@ TEST_P(ReduceKernels, MatchReferenceForEveryCountAndOffset) {
   ASSERT_NE(reduce3, nullptr);
   const size_t size = datatype_size(dt);
 
-  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, (size_t{1} << 20) + 3}) {
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, collx::testing::kLargeSweepCount}) {
     for (size_t offset : {size_t{0}, size_t{1}}) {
       SCOPED_TRACE("count " + std::to_string(count) + " offset " + std::to_string(offset));
       const std::vector<unsigned char> a = random_elements(dt, count, 1000 * count + 17 * dt + op);

@@ -14,6 +14,7 @@
 
 #include "lib/dtype/datatype.h"
 #include "lib/dtype/reference_for_tests.h"
+#include "tests/support/sweep_limits.h"
 
 namespace collx {
 namespace {
@@ -22,7 +23,7 @@ using reference::kBFloat16;
 using reference::kHalf;
 using reference::WideFloat;
 
-constexpr size_t kCounts[] = {0, 1, 7, 1000, (size_t{1} << 20) + 3};
+constexpr size_t kCounts[] = {0, 1, 7, 1000, collx::testing::kLargeSweepCount};  // 64K + 3 under sanitizers
 
 // Element types as the tests see them; 16-bit floats are their bit patterns.
 template <typename T>

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/support/collective_check.h"
+#include "tests/support/sweep_limits.h"
 #include "tests/support/transports_under_test.h"
 
 namespace collx {
@@ -48,32 +49,15 @@ struct SweepWorldName {
 };
 
 // The large count: chunking, pipelining, rendezvous, several shared-memory rounds, direct
-// reads, uneven blocks. Under ThreadSanitizer (about 10x slower, and looking for races, not
-// arithmetic) 64K + 3 still reaches every one of those paths and lets `make test-tsan` finish.
-#if defined(__SANITIZE_THREAD__)
-constexpr size_t kSweepLargeCount = (size_t{1} << 16) + 3;
-#else
-constexpr size_t kSweepLargeCount = (size_t{1} << 20) + 3;
-#endif
+// reads, uneven blocks (smaller under sanitizers: tests/support/sweep_limits.h).
+constexpr size_t kSweepLargeCount = kLargeSweepCount;
 
 inline const std::vector<size_t>& sweep_counts() {
   static const std::vector<size_t> counts = {0, 1, 7, 1000, kSweepLargeCount};
   return counts;
 }
-// Every (datatype, op) pair runs at the small counts, where each element's arithmetic is
-// checked; the large count (chunking, pipelining, rendezvous, uneven blocks) runs a few pairs
-// that together cover every element size (1, 2, 4, 8 bytes) and every op. The full cross
-// product at the large count cost minutes of reference arithmetic and found nothing more.
 inline bool sweep_case_wanted(size_t count, collx_datatype_t dt, collx_op_t op = COLLX_SUM) {
-  if (count < (size_t{1} << 16)) return true;
-  static const struct { collx_datatype_t dt; collx_op_t op; } kLarge[] = {
-      {COLLX_FLOAT32, COLLX_SUM},      {COLLX_FLOAT64, COLLX_AVG}, {COLLX_BFLOAT16, COLLX_SUM},
-      {COLLX_FLOAT16, COLLX_PREMUL_SUM}, {COLLX_INT32, COLLX_MAX}, {COLLX_UINT8, COLLX_MIN},
-      {COLLX_INT64, COLLX_PROD}};
-  for (const auto& pair : kLarge) {
-    if (pair.dt == dt && pair.op == op) return true;
-  }
-  return false;
+  return large_count_pair_wanted(count, dt, op);
 }
 
 // Collectives without an op (data movement) at the large count: one datatype per element size.
