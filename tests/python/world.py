@@ -4,11 +4,12 @@ an exact comparison, and a launcher running a script's worker() as a world of ra
 or the world exceeds its deadline (stragglers are killed)."""
 import array
 import os
-import socket
-import subprocess
 import sys
 import time
 import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from rank_world import free_port, run_world  # noqa: E402
 
 try:
     import numpy as np
@@ -37,36 +38,13 @@ def expect(what, got, want):
                                 len(got), len(want)))
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(script, size, deadline_s):
     addr = "127.0.0.1:%d" % free_port()
-    procs = []
-    for rank in range(size):
-        env = dict(os.environ, COLLX_RANK=str(rank), COLLX_WORLD_SIZE=str(size),
-                   COLLX_STORE_ADDR=addr)
-        procs.append(subprocess.Popen([sys.executable, os.path.abspath(script), "--worker"],
-                                      env=env))
     start = time.monotonic()
-    deadline = start + deadline_s
-    while time.monotonic() < deadline and any(p.poll() is None for p in procs):
-        if any(p.poll() not in (None, 0) for p in procs):
-            time.sleep(2)  # give the others a moment to report the failure too
-            break
-        time.sleep(0.05)
-    failures = []
-    for rank, p in enumerate(procs):
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-            failures.append("rank %d still running at the deadline (%d s); killed"
-                            % (rank, deadline_s))
-        elif p.returncode != 0:
-            failures.append("rank %d exited with %d" % (rank, p.returncode))
+    failures, _ = run_world(
+        [sys.executable, os.path.abspath(script), "--worker"], size,
+        lambda rank: {"COLLX_RANK": str(rank), "COLLX_WORLD_SIZE": str(size), "COLLX_STORE_ADDR": addr},
+        deadline_s, stop_on_failure=True)
     took = time.monotonic() - start
     if failures:
         print("world of %d FAILED after %.1f s: %s" % (size, took, "; ".join(failures)), flush=True)

@@ -4,12 +4,12 @@ LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; Debian's torchrun 1.13 cannot start 
 3.11), bounds the world by a deadline (stragglers are killed and reported), and skips with
 exit code 77 when torch or the plugin is missing."""
 import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "support"))
+from rank_world import free_port, run_world  # noqa: E402
 
 SKIP = 77
 WORKER_FLAG = "COLLX_TORCH_TEST_WORKER"
@@ -29,12 +29,6 @@ def require_plugin():
         sys.exit(SKIP)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def is_worker():
     return os.environ.get(WORKER_FLAG) == "1"
 
@@ -43,35 +37,12 @@ def launch(script, size, deadline_s, args=(), killed_ranks=()):
     """Runs `script` as `size` ranks; returns their outputs. Raises AssertionError when a rank
     fails, a rank outside killed_ranks dies by a signal, or the world outlives deadline_s."""
     port = free_port()
-    procs, logs = [], []
-    for rank in range(size):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(size), LOCAL_RANK=str(rank),
-                   LOCAL_WORLD_SIZE=str(size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        env[WORKER_FLAG] = "1"
-        log = tempfile.TemporaryFile(mode="w+")
-        procs.append(subprocess.Popen([sys.executable, script] + list(args), env=env,
-                                      stdout=log, stderr=subprocess.STDOUT))
-        logs.append(log)
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline and any(p.poll() is None for p in procs):
-        time.sleep(0.1)
-    stragglers = [r for r, p in enumerate(procs) if p.poll() is None]
-    for rank in stragglers:
-        procs[rank].kill()
-        procs[rank].wait()
-    outputs = []
-    for log in logs:
-        log.seek(0)
-        outputs.append(log.read())
-        log.close()
-    problems = []
-    for rank, proc in enumerate(procs):
-        if rank in stragglers:
-            problems.append("rank %d still running after %ds (killed)" % (rank, deadline_s))
-        elif rank in killed_ranks:
-            continue
-        elif proc.returncode != 0:
-            problems.append("rank %d exited with %d" % (rank, proc.returncode))
+    problems, outputs = run_world(
+        [sys.executable, script] + list(args), size,
+        lambda rank: {"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
+                      "LOCAL_WORLD_SIZE": str(size), "MASTER_ADDR": "127.0.0.1",
+                      "MASTER_PORT": str(port), WORKER_FLAG: "1"},
+        deadline_s, capture=True, killed_ranks=killed_ranks)
     if problems:
         for rank, text in enumerate(outputs):
             print("----- rank %d of %d -----\n%s" % (rank, size, text))
