@@ -15,16 +15,6 @@ Matcher::Matcher(int rank, int size, size_t unexpected_max_bytes, DescribeFn des
     : rank_(rank), unexpected_max_bytes_(unexpected_max_bytes), describe_(std::move(describe)), hooks_(hooks),
       peers_(static_cast<size_t>(size)) {}
 
-void Matcher::complete(Request* r, const Status& status) {
-  r->transport_private = nullptr;
-  if (status.ok()) {
-    r->complete_ok();
-  } else {
-    r->complete_error(status);
-  }
-  ++completions_;
-}
-
 Status Matcher::check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent, size_t recv_bytes,
                             const OpDesc& recv) const {
   return check_message_matches(describe_, rank_, peer, tag, sent_bytes, sent, recv_bytes, recv);
@@ -81,7 +71,7 @@ Status Matcher::send_to_self(int self, uint64_t tag, const void* buf, size_t byt
     posted->second.pop_front();
     if (posted->second.empty()) q.posted.erase(posted);
     if (bytes > 0) std::memcpy(recv->buffer, buf, bytes);
-    complete(recv, Status::Ok());
+    complete_ok(recv);
     return Status::Ok();
   }
   auto owned = std::make_unique<InMessage>();
@@ -199,7 +189,7 @@ void Matcher::deliver(PeerQueues& q, InMessage* m) {
     release_staging(m);
   }
   q.live.erase(m->msg_id);  // destroys m
-  complete(recv, Status::Ok());
+  complete_ok(recv);
 }
 
 void Matcher::forget(InMessage* m) {

@@ -122,7 +122,21 @@ class Matcher {
   uint64_t unexpected_bytes() const { return unexpected_bytes_; }
 
   // Completes `r` (OK or with `status`), detaches it from the transport and counts it.
-  void complete(Request* r, const Status& status);
+  // Inline: every send and receive of the small-message path ends here.
+  void complete(Request* r, const Status& status) {
+    if (status.ok()) {
+      complete_ok(r);
+      return;
+    }
+    r->transport_private = nullptr;
+    r->complete_error(status);
+    ++completions_;
+  }
+  void complete_ok(Request* r) {
+    r->transport_private = nullptr;
+    r->complete_ok();
+    ++completions_;
+  }
 
   // ---- receives
   // Transport::post_recv after the argument and health checks. `departed`: the peer left

@@ -155,7 +155,7 @@ bool ShmEngine::push_sends(Peer& p) {
 void ShmEngine::complete_send(Peer&, SendOp* op) {
   Request* req = op->req;
   delete op;
-  matcher_.complete(req, Status::Ok());
+  matcher_.complete_ok(req);
 }
 
 // ---- receiving

@@ -78,7 +78,7 @@ void TcpEngine::frame_written(OutFrame* frame) {
   if (--op->frames_left > 0) return;
   Request* req = op->req;
   delete op;
-  matcher_.complete(req, Status::Ok());
+  matcher_.complete_ok(req);
 }
 
 void TcpEngine::queue_control_frame(Socket& s, FrameType type, uint64_t tag, const std::string& text) {
