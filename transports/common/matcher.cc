@@ -197,6 +197,14 @@ void Matcher::forget(InMessage* m) {
   peers_[m->peer].live.erase(m->msg_id);
 }
 
+std::unique_ptr<InMessage> Matcher::release(InMessage* m) {
+  auto& live = peers_[m->peer].live;
+  auto it = live.find(m->msg_id);
+  std::unique_ptr<InMessage> owned = std::move(it->second);
+  live.erase(it);
+  return owned;
+}
+
 void Matcher::release_staging(InMessage* m) {
   if (!m->staging) return;
   m->staging.reset();
@@ -262,7 +270,7 @@ void Matcher::fail_peer(int peer, const Status& status) {
   }
   q.posted.clear();
   for (auto& [id, m] : q.live) {
-    if (m->complete) continue;
+    if (m->complete || m->fetchable) continue;
     if (m->recv != nullptr) complete(m->recv, status);
     m->recv = nullptr;
     m->discard = true;  // nothing may be written into anyone's memory any more
@@ -271,12 +279,13 @@ void Matcher::fail_peer(int peer, const Status& status) {
   // Unfinished messages can never be delivered: forget them (complete ones stay receivable).
   for (auto it = q.unexpected.begin(); it != q.unexpected.end();) {
     auto& queue = it->second;
-    queue.erase(std::remove_if(queue.begin(), queue.end(), [](const InMessage* m) { return !m->complete; }),
+    queue.erase(std::remove_if(queue.begin(), queue.end(),
+                               [](const InMessage* m) { return !m->complete && !m->fetchable; }),
                 queue.end());
     it = queue.empty() ? q.unexpected.erase(it) : std::next(it);
   }
   for (auto it = q.live.begin(); it != q.live.end();) {
-    it = it->second->complete ? std::next(it) : q.live.erase(it);
+    it = it->second->complete || it->second->fetchable ? std::next(it) : q.live.erase(it);
   }
   set_paused(peer, false);
 }

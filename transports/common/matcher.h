@@ -30,7 +30,7 @@
 //   (the transport checks poison() first). fail_peer does the same for one peer (a peer
 //   that left fails its requests with "rank R left the communicator"; one that died
 //   poisons the transport naming it). Messages that can no longer complete are forgotten;
-//   complete unexpected ones stay receivable.
+//   complete (or fetchable) unexpected ones stay receivable.
 // * Deadlines are the transport's (transports/common/wait_driver.h); completions() counts
 //   every request completed here or by the transport through complete(), which the wait
 //   loop watches to wake its followers.
@@ -75,6 +75,9 @@ struct InMessage {
   uint64_t received = 0;                          // payload bytes arrived so far
   bool complete = false;                          // every byte arrived
   bool discard = false;                           // its receive was cancelled or failed: drop the rest
+  // Its payload waits elsewhere (ucx: in UCX), so it stays receivable after its sender
+  // left although not complete here.
+  bool fetchable = false;
 
   // Fills what the announcement said.
   void announced(int from, uint64_t id, uint64_t message_tag, uint64_t message_bytes, const OpDesc& message_desc) {
@@ -182,6 +185,10 @@ class Matcher {
   void message_complete(InMessage* m);
   // Frees `m`, a message no receive will take (its receive was cancelled).
   void forget(InMessage* m);
+  // Hands `m`, matched (m->recv set) but still arriving, over to the transport, which then
+  // completes or fails its receive itself (ucx: the data receive UCX writes into the buffer
+  // must outlive a failure until UCX lets go of it). The matcher forgets it.
+  std::unique_ptr<InMessage> release(InMessage* m);
   // Whether `peer`'s input is paused on the budget.
   bool paused(int peer) const { return peers_[peer].paused; }
   // Calls matcher_resume for every paused peer (a peer began leaving: read it budget or not).

@@ -219,11 +219,16 @@ TEST(MatcherTest, AFailedPeerFailsItsReceivesNamingItAndKeepsCompleteMessagesRec
   EXPECT_EQ(t.arrive(kPeer, 1, 2, "half", {}, false), Matcher::Arrival::kUnexpected);
   ASSERT_TRUE(t.matcher.post_recv(&partial, kPeer, 2, c.data(), 4, {}, false).ok());
   EXPECT_EQ(t.arrive(kPeer, 2, 3, "done"), Matcher::Arrival::kUnexpected);
+  Matcher::Arrival how;
+  InMessage* elsewhere = t.matcher.arrive<InMessage>(kPeer, 3, 5, 4, {}, false, false, &how);
+  ASSERT_NE(elsewhere, nullptr);
+  elsewhere->fetchable = true;  // its payload waits in the transport (ucx)
   t.matcher.fail_peer(kPeer, make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", kPeer));
   ASSERT_TRUE(posted.failed() && partial.failed());
   EXPECT_EQ(posted.status().message(), "rank 1 left the communicator");
   EXPECT_FALSE(other.done());  // another peer's receive is untouched
   EXPECT_EQ(t.matcher.find(kPeer, 1), nullptr);
+  EXPECT_EQ(t.matcher.find(kPeer, 3), elsewhere);
   // What it sent completely is still delivered; a receive nothing can satisfy fails.
   Request late, never;
   std::vector<char> e(4);
