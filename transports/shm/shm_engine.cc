@@ -88,16 +88,12 @@ void ShmEngine::notify_waiters() {
   notify_segment(own_header_);  // the driver may sleep on our futex
 }
 
-Status ShmEngine::aborted_status() const {
-  return make_status(COLLX_ERR_ABORTED, "rank %d: the shm transport was aborted", rank_);
-}
-
 Status ShmEngine::usable_locked() {
   if (aborted_.load(std::memory_order_acquire)) {
     poison_locked(aborted_status(), false);
     return aborted_status();
   }
-  if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the shm transport is closed", rank_);
+  if (closed_) return waiter_.closed_status();
   return poison_;
 }
 
@@ -249,11 +245,7 @@ void ShmEngine::poison(const Status& status, bool notify_peers) {
   poison_locked(status, notify_peers);
 }
 
-Status ShmEngine::health() const {
-  if (aborted_.load(std::memory_order_acquire)) return aborted_status();
-  std::lock_guard<std::mutex> lock(mu_);
-  return poison_;
-}
+Status ShmEngine::health() const { return waiter_.health(mu_); }
 
 void ShmEngine::abort() {
   // No lock: a thread may be inside the engine. Peers' mappings and our header live until

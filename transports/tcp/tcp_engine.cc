@@ -106,16 +106,12 @@ TcpEngine::~TcpEngine() {
   }
 }
 
-Status TcpEngine::aborted_status() const {
-  return make_status(COLLX_ERR_ABORTED, "rank %d: the TCP transport was aborted", rank_);
-}
-
 Status TcpEngine::usable_locked() {
   if (aborted_.load(std::memory_order_acquire)) {
     poison_locked(aborted_status(), false);
     return aborted_status();
   }
-  if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the TCP transport is closed", rank_);
+  if (closed_) return waiter_.closed_status();
   return poison_;
 }
 
@@ -267,11 +263,7 @@ void TcpEngine::poison(const Status& status, bool notify_peers) {
   poison_locked(status, notify_peers);
 }
 
-Status TcpEngine::health() const {
-  if (aborted_.load(std::memory_order_acquire)) return aborted_status();
-  std::lock_guard<std::mutex> lock(mu_);
-  return poison_;
-}
+Status TcpEngine::health() const { return waiter_.health(mu_); }
 
 void TcpEngine::abort() {
   aborted_.store(true);

@@ -173,7 +173,7 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks, priva
   Status post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
   void flush_for_close(std::unique_lock<std::mutex>& lock, Deadline deadline);
   void close_sockets(std::unique_lock<std::mutex>& lock, bool orderly, Deadline deadline);
-  Status aborted_status() const;
+  Status aborted_status() const { return waiter_.aborted_status(); }
   COLLX_WAIT_HOOKS_OVERRIDES;  // for waiter_
   // transport::MatchHooks, for matcher_ (tcp_recv.cc).
   void matcher_poison(const Status& status, bool notify_peers) override;

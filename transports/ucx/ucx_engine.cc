@@ -45,16 +45,12 @@ void UcxEngine::wake() {
   }
 }
 
-Status UcxEngine::aborted_status() const {
-  return make_status(COLLX_ERR_ABORTED, "rank %d: the ucx transport was aborted", rank_);
-}
-
 Status UcxEngine::usable_locked() {
   if (aborted_.load(std::memory_order_acquire)) {
     abort_locked();
     return aborted_status();
   }
-  if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the ucx transport is closed", rank_);
+  if (closed_) return waiter_.closed_status();
   return poison_;
 }
 
@@ -176,11 +172,7 @@ void UcxEngine::poison(const Status& status, bool notify_peers) {
   wake();
 }
 
-Status UcxEngine::health() const {
-  if (aborted_.load(std::memory_order_acquire)) return aborted_status();
-  std::lock_guard<std::mutex> lock(mu_);
-  return poison_;
-}
+Status UcxEngine::health() const { return waiter_.health(mu_); }
 
 void UcxEngine::abort() {
   aborted_.store(true, std::memory_order_release);
