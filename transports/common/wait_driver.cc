@@ -71,6 +71,12 @@ Status WaitDriver::wait_all(std::unique_lock<std::mutex>& lock, Request* const* 
   }
 }
 
+Status WaitDriver::usable() {
+  if (state_.aborted.load(std::memory_order_acquire)) return hooks_.wait_on_aborted();
+  if (state_.closed) return closed_status();
+  return state_.poison;
+}
+
 Status WaitDriver::aborted_status() const {
   return make_status(COLLX_ERR_ABORTED, "rank %d: the %s transport was aborted", rank_, name_);
 }

@@ -98,6 +98,9 @@ class WaitDriver {
   // Transport::wait_all, with `lock` holding the engine's mutex.
   Status wait_all(std::unique_lock<std::mutex>& lock, Request* const* reqs, size_t count, Deadline deadline);
 
+  // Whether a post may go ahead (under the engine's mutex): once aborted, what
+  // WaitHooks::wait_on_aborted says; once closed, closed_status(); else the poison (OK).
+  Status usable();
   // What every engine reports once aborted or closed: "rank R: the <name> transport was
   // aborted" (COLLX_ERR_ABORTED), "... is closed" (COLLX_ERR_INVALID_USAGE).
   Status aborted_status() const;

@@ -88,19 +88,6 @@ void ShmEngine::notify_waiters() {
   notify_segment(own_header_);  // the driver may sleep on our futex
 }
 
-Status ShmEngine::usable_locked() {
-  if (aborted_.load(std::memory_order_acquire)) {
-    poison_locked(aborted_status(), false);
-    return aborted_status();
-  }
-  if (closed_) return waiter_.closed_status();
-  return poison_;
-}
-
-Status ShmEngine::check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
-  return transport::check_post_args(req, peer, size_, buf, bytes);
-}
-
 Status ShmEngine::post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
   COLLX_RETURN_IF_ERROR(check_args(req, peer, buf, bytes));
   // A rendezvous send is read by the receiver through the kernel: a buffer sent again and

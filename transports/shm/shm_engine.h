@@ -22,6 +22,7 @@
 
 #include "transports/common/engine_overrides.h"
 #include "transports/common/matcher.h"
+#include "transports/transport_checks.h"
 #include "transports/common/wait_driver.h"
 #include "transports/shm/shm_liveness.h"
 #include "transports/shm/shm_memory.h"
@@ -144,8 +145,10 @@ class ShmEngine final : public transport::Transport,
   void check_peer_active_op(Peer& p);
 
   // ---- shm_engine.cc
-  Status usable_locked();
-  Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const;
+  Status usable_locked() { return waiter_.usable(); }  // under mu_
+  Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
+    return transport::check_post_args(req, peer, size_, buf, bytes);
+  }
   Status post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
   Status aborted_status() const { return waiter_.aborted_status(); }
   COLLX_WAIT_HOOKS_OVERRIDES;  // for waiter_

@@ -29,6 +29,7 @@
 
 #include "transports/common/engine_overrides.h"
 #include "transports/common/matcher.h"
+#include "transports/transport_checks.h"
 #include "transports/common/wait_driver.h"
 #include "transports/tcp/socket_util.h"
 #include "transports/tcp/tcp_mesh.h"
@@ -168,8 +169,10 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks, priva
   friend class CompletionNotifier;
 
   // ---- tcp_engine.cc
-  Status usable_locked();
-  Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const;
+  Status usable_locked() { return waiter_.usable(); }  // under mu_
+  Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
+    return transport::check_post_args(req, peer, size_, buf, bytes);
+  }
   Status post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
   void flush_for_close(std::unique_lock<std::mutex>& lock, Deadline deadline);
   void close_sockets(std::unique_lock<std::mutex>& lock, bool orderly, Deadline deadline);

@@ -45,15 +45,6 @@ void UcxEngine::wake() {
   }
 }
 
-Status UcxEngine::usable_locked() {
-  if (aborted_.load(std::memory_order_acquire)) {
-    abort_locked();
-    return aborted_status();
-  }
-  if (closed_) return waiter_.closed_status();
-  return poison_;
-}
-
 Status UcxEngine::post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes,
                             const OpDesc& desc) {
   COLLX_RETURN_IF_ERROR(transport::check_post_args(req, peer, size_, buf, bytes));

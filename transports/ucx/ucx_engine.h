@@ -125,7 +125,7 @@ class UcxEngine final : public transport::Transport, private transport::WaitHook
 
  private:
   // ---- ucx_engine.cc
-  Status usable_locked();
+  Status usable_locked() { return waiter_.usable(); }  // under mu_
   Status aborted_status() const { return waiter_.aborted_status(); }
   COLLX_WAIT_HOOKS_OVERRIDES;  // for waiter_
   // transport::MatchHooks, for matcher_ (ucx_progress.cc). No budget: UCX buffers unexpected
