@@ -58,7 +58,15 @@ Status Matcher::post_recv(Request* req, int peer, uint64_t tag, void* buf, size_
   return Status::Ok();
 }
 
-Status Matcher::send_to_self(int self, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
+Status Matcher::send_to_self(Request* send, int self, uint64_t tag, const void* buf, size_t bytes,
+                             const OpDesc& desc) {
+  COLLX_RETURN_IF_ERROR(buffer_self(self, tag, buf, bytes, desc));
+  fill_posted_request(send, true, self, tag, buf, bytes, desc);
+  send->complete_ok();
+  return Status::Ok();
+}
+
+Status Matcher::buffer_self(int self, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
   PeerQueues& q = peers_[self];
   auto posted = q.posted.find(tag);
   if (posted != q.posted.end()) {

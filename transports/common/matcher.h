@@ -145,9 +145,10 @@ class Matcher {
   // Transport::post_recv after the argument and health checks. `departed`: the peer left
   // (a receive nothing buffered can satisfy fails). Mismatch: poisons and returns why.
   Status post_recv(Request* req, int peer, uint64_t tag, void* buf, size_t bytes, const OpDesc& desc, bool departed);
-  // A send to this rank itself: copied into the matching receive or buffered (budget or
-  // not: nothing to push back on). The transport completes the send itself.
-  Status send_to_self(int self, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
+  // Transport::post_send to this rank itself (`self`), after the argument and health checks:
+  // copied into the matching receive or buffered (budget or not: nothing to push back on);
+  // `send` is complete when this returns OK.
+  Status send_to_self(Request* send, int self, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
   // Cancels a receive that is not done (see the contract) and completes it with `cancelled`.
   void cancel_recv(Request* r, const Status& cancelled);
 
@@ -222,6 +223,8 @@ class Matcher {
     uint64_t next_self_id = 1;                                        // msg ids of sends to self
   };
 
+  // send_to_self without the send request.
+  Status buffer_self(int self, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
   // The matching half of arrive: the receive a message announced by `peer` takes (*recv),
   // or why it takes none.
   Arrival announce(int peer, uint64_t tag, uint64_t bytes, const OpDesc& desc, bool staged, bool ignore_budget,

@@ -256,12 +256,13 @@ TEST(MatcherTest, TheFirstPoisonStandsAndFailsEveryPeersReceives) {
 
 TEST(MatcherTest, SendsToSelfMatchLikeAnyPeer) {
   FakeMover t(1 << 20);
-  ASSERT_TRUE(t.matcher.send_to_self(kRank, 4, "ab", 2, {}).ok());  // buffered
-  Request r1, r2;
+  Request s1, s2, r1, r2;
+  ASSERT_TRUE(t.matcher.send_to_self(&s1, kRank, 4, "ab", 2, {}).ok());  // buffered
+  EXPECT_TRUE(s1.done() && !s1.failed());
   std::vector<char> b1(2), b2(2);
   ASSERT_TRUE(t.matcher.post_recv(&r1, kRank, 4, b1.data(), 2, {}, false).ok());
   ASSERT_TRUE(t.matcher.post_recv(&r2, kRank, 4, b2.data(), 2, {}, false).ok());
-  ASSERT_TRUE(t.matcher.send_to_self(kRank, 4, "cd", 2, {}).ok());  // straight into r2
+  ASSERT_TRUE(t.matcher.send_to_self(&s2, kRank, 4, "cd", 2, {}).ok());  // straight into r2
   EXPECT_EQ(text(b1), "ab");
   EXPECT_EQ(text(b2), "cd");
   EXPECT_EQ(t.matcher.unexpected_bytes(), 0u);

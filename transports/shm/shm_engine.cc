@@ -98,7 +98,7 @@ Status ShmEngine::post_send(Request* req, int peer, uint64_t tag, const void* bu
   std::lock_guard<std::mutex> lock(mu_);
   COLLX_RETURN_IF_ERROR(usable_locked());
   CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
-  if (peer == rank_) return post_send_self(req, tag, buf, bytes, desc);
+  if (peer == rank_) return matcher_.send_to_self(req, rank_, tag, buf, bytes, desc);
   Peer& p = *peers_[peer];
   if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
   transport::fill_posted_request(req, true, peer, tag, buf, bytes, desc);
@@ -110,14 +110,6 @@ Status ShmEngine::post_send(Request* req, int peer, uint64_t tag, const void* bu
   req->transport_private = op;
   p.sendq.push_back(op);
   push_sends(p);  // latency: into the ring now, not in the next wait
-  return Status::Ok();
-}
-
-// A message to ourselves: copied at once into the matching receive or buffered.
-Status ShmEngine::post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
-  COLLX_RETURN_IF_ERROR(matcher_.send_to_self(rank_, tag, buf, bytes, desc));
-  transport::fill_posted_request(req, true, rank_, tag, buf, bytes, desc);
-  req->complete_ok();
   return Status::Ok();
 }
 

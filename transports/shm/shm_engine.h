@@ -149,7 +149,6 @@ class ShmEngine final : public transport::Transport,
   Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
     return transport::check_post_args(req, peer, size_, buf, bytes);
   }
-  Status post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
   Status aborted_status() const { return waiter_.aborted_status(); }
   COLLX_WAIT_HOOKS_OVERRIDES;  // for waiter_
   // transport::MatchHooks, for matcher_ (shm_progress.cc).

@@ -111,7 +111,7 @@ Status TcpEngine::post_send(Request* req, int peer, uint64_t tag, const void* bu
   std::lock_guard<std::mutex> lock(mu_);
   COLLX_RETURN_IF_ERROR(usable_locked());
   CompletionNotifier notifier(this);
-  if (peer == rank_) return post_send_self(req, tag, buf, bytes, desc);
+  if (peer == rank_) return matcher_.send_to_self(req, rank_, tag, buf, bytes, desc);
   Peer& p = peers_[peer];
   if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
 
@@ -154,15 +154,6 @@ Status TcpEngine::post_send(Request* req, int peer, uint64_t tag, const void* bu
   for (int i = 0; i < nsocks_; ++i) {
     if (idle_sockets & (1ull << i)) write_socket(*p.sockets[i]);  // latency: write now, not in the driver
   }
-  return Status::Ok();
-}
-
-// A message to this rank itself: copied at once into the matching receive or buffered
-// (outside the budget: no socket to push back on).
-Status TcpEngine::post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
-  COLLX_RETURN_IF_ERROR(matcher_.send_to_self(rank_, tag, buf, bytes, desc));
-  transport::fill_posted_request(req, true, rank_, tag, buf, bytes, desc);
-  req->complete_ok();
   return Status::Ok();
 }
 

@@ -173,7 +173,6 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks, priva
   Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
     return transport::check_post_args(req, peer, size_, buf, bytes);
   }
-  Status post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
   void flush_for_close(std::unique_lock<std::mutex>& lock, Deadline deadline);
   void close_sockets(std::unique_lock<std::mutex>& lock, bool orderly, Deadline deadline);
   Status aborted_status() const { return waiter_.aborted_status(); }
