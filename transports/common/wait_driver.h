@@ -97,6 +97,11 @@ class WaitDriver {
 
   // Transport::wait_all, with `lock` holding the engine's mutex.
   Status wait_all(std::unique_lock<std::mutex>& lock, Request* const* reqs, size_t count, Deadline deadline);
+  // The same, taking `mu`, the engine's mutex.
+  Status wait_all(std::mutex& mu, Request* const* reqs, size_t count, Deadline deadline) {
+    std::unique_lock<std::mutex> lock(mu);
+    return wait_all(lock, reqs, count, deadline);
+  }
 
   // Whether a post may go ahead (under the engine's mutex): once aborted, what
   // WaitHooks::wait_on_aborted says; once closed, closed_status(); else the poison (OK).

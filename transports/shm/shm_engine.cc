@@ -161,8 +161,7 @@ void ShmEngine::idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline)
 }
 
 Status ShmEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return waiter_.wait_all(lock, reqs, count, deadline);
+  return waiter_.wait_all(mu_, reqs, count, deadline);
 }
 
 Status ShmEngine::wait_on_aborted() {

@@ -175,8 +175,7 @@ std::string TcpEngine::wait_pending_detail(const Request& r) const {
 }
 
 Status TcpEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return waiter_.wait_all(lock, reqs, count, deadline);
+  return waiter_.wait_all(mu_, reqs, count, deadline);
 }
 
 Status TcpEngine::wait_on_aborted() {

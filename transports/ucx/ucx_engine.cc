@@ -99,8 +99,7 @@ void UcxEngine::idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline)
 }
 
 Status UcxEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return waiter_.wait_all(lock, reqs, count, deadline);
+  return waiter_.wait_all(mu_, reqs, count, deadline);
 }
 
 Status UcxEngine::wait_on_aborted() {
