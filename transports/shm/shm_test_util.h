@@ -121,6 +121,38 @@ inline ShmTransportParams make_params(int rank, int size, uint64_t comm_id, tran
   return transport_test::job_params<ShmTransportParams>(rank, size, comm_id, bootstrap);
 }
 
+// In a child: `rounds` rounds in which every rank sends to and receives from every other
+// (sizes[(src * 5 + dst + round) % 6] bytes, tag = round), checking every byte; then close.
+// 0, or 1 with a line on stderr. Shared by the shm and ucx process tests.
+inline int all_to_all_rounds(int rank, transport::Transport* t, int ranks, int rounds, const size_t (&sizes)[6]) {
+  for (int round = 0; round < rounds; ++round) {
+    auto size_for = [&](int src, int dst) { return sizes[(src * 5 + dst + round) % 6]; };
+    std::vector<std::vector<uint8_t>> out(ranks), in(ranks);
+    std::vector<transport::Request> sreq(ranks), rreq(ranks);
+    std::vector<transport::Request*> ptrs;
+    for (int k = 1; k < ranks; ++k) {
+      int p = (rank + k) % ranks;
+      out[p].resize(size_for(rank, p));
+      fill(out[p], rank * 100 + p + round * 10000);
+      SHM_CHECK(t->post_send(&sreq[p], p, round, out[p].data(), out[p].size(), transport::OpDesc{}).ok(), "send");
+      ptrs.push_back(&sreq[p]);
+    }
+    for (int p = 0; p < ranks; ++p) {
+      if (p == rank) continue;
+      in[p].resize(size_for(p, rank));
+      SHM_CHECK(t->post_recv(&rreq[p], p, round, in[p].data(), in[p].size(), transport::OpDesc{}).ok(), "recv");
+      ptrs.push_back(&rreq[p]);
+    }
+    Status s = t->wait_all(ptrs.data(), ptrs.size(), Deadline::after_ms(30000));
+    SHM_CHECK(s.ok(), "round %d: %s", round, s.message().c_str());
+    for (int p = 0; p < ranks; ++p) {
+      if (p != rank) SHM_CHECK(first_bad(in[p], p * 100 + rank + round * 10000) == -1, "%d -> %d", p, rank);
+    }
+  }
+  t->close(Deadline::after_ms(5000));
+  return 0;
+}
+
 // Entries of /dev/shm that belong to comm_id (any rank, any pid).
 inline std::vector<std::string> shm_leftovers(uint64_t comm_id) {
   char prefix[64];

@@ -82,35 +82,8 @@ TEST(UcxProcesses, SigkilledPeerReportedWithinTwoSecondsSharedMemory) { sigkille
 TEST(UcxProcesses, AllToAll8Processes) {
   constexpr int kRanks = 8, kRounds = 3;
   auto codes = run_proc_job(kRanks, [](int rank, transport::Transport* t, int64_t*) -> int {
-    for (int round = 0; round < kRounds; ++round) {
-      auto size_for = [&](int src, int dst) {
-        static const size_t s[] = {0, 9, 8192, 8193, 65537, 1u << 20};
-        return s[(src * 5 + dst + round) % 6];
-      };
-      std::vector<std::vector<uint8_t>> out(kRanks), in(kRanks);
-      std::vector<Request> sreq(kRanks), rreq(kRanks);
-      std::vector<Request*> ptrs;
-      for (int k = 1; k < kRanks; ++k) {
-        int p = (rank + k) % kRanks;
-        out[p].resize(size_for(rank, p));
-        fill(out[p], rank * 100 + p + round * 10000);
-        SHM_CHECK(t->post_send(&sreq[p], p, round, out[p].data(), out[p].size(), OpDesc{}).ok(), "send");
-        ptrs.push_back(&sreq[p]);
-      }
-      for (int p = 0; p < kRanks; ++p) {
-        if (p == rank) continue;
-        in[p].resize(size_for(p, rank));
-        SHM_CHECK(t->post_recv(&rreq[p], p, round, in[p].data(), in[p].size(), OpDesc{}).ok(), "recv");
-        ptrs.push_back(&rreq[p]);
-      }
-      Status s = t->wait_all(ptrs.data(), ptrs.size(), Deadline::after_ms(30000));
-      SHM_CHECK(s.ok(), "round %d: %s", round, s.message().c_str());
-      for (int p = 0; p < kRanks; ++p) {
-        if (p != rank) SHM_CHECK(first_bad(in[p], p * 100 + rank + round * 10000) == -1, "%d -> %d", p, rank);
-      }
-    }
-    t->close(Deadline::after_ms(5000));
-    return 0;
+    static const size_t sizes[] = {0, 9, 8192, 8193, 65537, 1u << 20};  // inline and large
+    return shm_test::all_to_all_rounds(rank, t, kRanks, kRounds, sizes);
   });
   EXPECT_EQ(codes, std::vector<int>(kRanks, 0));
 }
