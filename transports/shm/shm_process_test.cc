@@ -52,26 +52,7 @@ bool cma_permitted() {
 
 const std::vector<size_t> kSizes = {0, 1, 1000, (64u << 10) + 1, (1u << 20) + 3, 64u << 20};
 
-int sizes_body(int rank, transport::Transport* t, int64_t*) {
-  for (size_t i = 0; i < kSizes.size(); ++i) {
-    for (int dir = 0; dir < 2; ++dir) {  // 0 -> 1, then 1 -> 0
-      std::vector<uint8_t> buf(kSizes[i]);
-      Request req;
-      const bool sender = rank == dir;
-      if (sender) {
-        fill(buf, i + dir * 100);
-        SHM_CHECK(t->post_send(&req, 1 - rank, 7, buf.data(), buf.size(), OpDesc{}).ok(), "post_send");
-      } else {
-        SHM_CHECK(t->post_recv(&req, 1 - rank, 7, buf.data(), buf.size(), OpDesc{}).ok(), "post_recv");
-      }
-      Status s = wait_one(t, &req);
-      SHM_CHECK(s.ok(), "size %zu: %s", kSizes[i], s.message().c_str());
-      if (!sender) SHM_CHECK(first_bad(buf, i + dir * 100) == -1, "size %zu: bad byte %lld", kSizes[i], first_bad(buf, i + dir * 100));
-    }
-  }
-  t->close(Deadline::after_ms(5000));
-  return 0;
-}
+int sizes_body(int rank, transport::Transport* t, int64_t*) { return sizes_both_ways(rank, t, kSizes); }
 
 TEST(ShmProcesses, SizesCrossMemoryAttach) {
   if (!cma_permitted()) std::printf("note: process_vm_readv not permitted here: the transport falls back to the ring\n");

@@ -121,6 +121,31 @@ inline ShmTransportParams make_params(int rank, int size, uint64_t comm_id, tran
   return transport_test::job_params<ShmTransportParams>(rank, size, comm_id, bootstrap);
 }
 
+// In a child of a 2-rank job: each size from 0 to 1, then from 1 to 0 (tag 7), checking
+// every byte; then close. 0, or 1 with a line on stderr. Shared by the shm and ucx tests.
+inline int sizes_both_ways(int rank, transport::Transport* t, const std::vector<size_t>& sizes) {
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    for (int dir = 0; dir < 2; ++dir) {  // 0 -> 1, then 1 -> 0
+      std::vector<uint8_t> buf(sizes[i]);
+      transport::Request req;
+      const bool sender = rank == dir;
+      if (sender) {
+        fill(buf, i + dir * 100);
+        SHM_CHECK(t->post_send(&req, 1 - rank, 7, buf.data(), buf.size(), transport::OpDesc{}).ok(), "post_send");
+      } else {
+        SHM_CHECK(t->post_recv(&req, 1 - rank, 7, buf.data(), buf.size(), transport::OpDesc{}).ok(), "post_recv");
+      }
+      Status s = wait_one(t, &req);
+      SHM_CHECK(s.ok(), "size %zu: %s", sizes[i], s.message().c_str());
+      if (!sender) {
+        SHM_CHECK(first_bad(buf, i + dir * 100) == -1, "size %zu: bad byte %lld", sizes[i], first_bad(buf, i + dir * 100));
+      }
+    }
+  }
+  t->close(Deadline::after_ms(5000));
+  return 0;
+}
+
 // In a child: `rounds` rounds in which every rank sends to and receives from every other
 // (sizes[(src * 5 + dst + round) % 6] bytes, tag = round), checking every byte; then close.
 // 0, or 1 with a line on stderr. Shared by the shm and ucx process tests.

@@ -21,24 +21,7 @@ namespace {
 void sizes_both_ways(bool peer_errors) {
   const std::vector<size_t> sizes = {0, 1, 8192, 8193, (1u << 20) + 3, 64u << 20};
   auto codes = run_proc_job(2, [&](int rank, transport::Transport* t, int64_t*) -> int {
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      for (int dir = 0; dir < 2; ++dir) {
-        std::vector<uint8_t> buf(sizes[i]);
-        Request req;
-        const bool sender = rank == dir;
-        if (sender) {
-          fill(buf, i + dir * 100);
-          SHM_CHECK(t->post_send(&req, 1 - rank, 7, buf.data(), buf.size(), OpDesc{}).ok(), "post_send");
-        } else {
-          SHM_CHECK(t->post_recv(&req, 1 - rank, 7, buf.data(), buf.size(), OpDesc{}).ok(), "post_recv");
-        }
-        Status s = wait_one(t, &req);
-        SHM_CHECK(s.ok(), "size %zu: %s", sizes[i], s.message().c_str());
-        if (!sender) SHM_CHECK(first_bad(buf, i + dir * 100) == -1, "size %zu: bad content", sizes[i]);
-      }
-    }
-    t->close(Deadline::after_ms(5000));
-    return 0;
+    return shm_test::sizes_both_ways(rank, t, sizes);
   }, peer_errors);
   EXPECT_EQ(codes, (std::vector<int>{0, 0}));
 }
