@@ -131,26 +131,7 @@ TEST(ShmProcesses, SigkilledPeerReportedWithinTwoSeconds) {
   uint64_t comm = next_comm_id();
   auto codes = run_proc_job(3, false, comm, [&](int rank, transport::Transport* t, int64_t* shared) -> int {
     SHM_CHECK(shm_leftovers(comm).empty(), "segment still linked after setup");
-    if (rank == 2) {
-      ::usleep(250 * 1000);  // not a multiple of the 100 ms liveness period
-      shared[0] = now_us();
-      ::raise(SIGKILL);
-    }
-    std::vector<uint8_t> buf(1 << 20);
-    Request r;
-    if (rank == 0) {
-      SHM_CHECK(t->post_recv(&r, 2, 1, buf.data(), 4, OpDesc{}).ok(), "post_recv");
-    } else {
-      SHM_CHECK(t->post_send(&r, 2, 1, buf.data(), buf.size(), OpDesc{}).ok(), "post_send");
-    }
-    Status s = wait_one(t, &r, 20000);
-    int64_t waited_ms = (now_us() - shared[0]) / 1000;
-    SHM_CHECK(s.code() == COLLX_ERR_REMOTE, "%s", s.message().c_str());
-    SHM_CHECK(s.message().find("rank 2 died") != std::string::npos, "%s", s.message().c_str());
-    SHM_CHECK(waited_ms < 2000, "noticed after %lld ms", static_cast<long long>(waited_ms));
-    std::printf("rank %d: '%s' after %lld ms\n", rank, s.message().c_str(), static_cast<long long>(waited_ms));
-    ::usleep(300 * 1000);  // stay: the other survivor must find out by itself
-    return 0;
+    return survive_sigkilled_rank2(rank, t, shared, "rank 2 died");
   });
   EXPECT_EQ(codes, (std::vector<int>{0, 0, -SIGKILL}));
   EXPECT_TRUE(shm_leftovers(comm).empty());

@@ -121,6 +121,34 @@ inline ShmTransportParams make_params(int rank, int size, uint64_t comm_id, tran
   return transport_test::job_params<ShmTransportParams>(rank, size, comm_id, bootstrap);
 }
 
+// In a child of a 3-rank job: rank 2 SIGKILLs itself 250 ms in (not a multiple of the
+// 100 ms liveness periods; the time in shared[0]) while rank 0 waits on a receive from it
+// and rank 1 on a 1 MiB send it never takes; both must fail within 2 s with
+// COLLX_ERR_REMOTE containing `expected`, then stay a while (the other survivor must find
+// out by itself). 0, or 1 with a line on stderr.
+inline int survive_sigkilled_rank2(int rank, transport::Transport* t, int64_t* shared, const char* expected) {
+  if (rank == 2) {
+    ::usleep(250 * 1000);
+    shared[0] = monotonic_us();
+    ::raise(SIGKILL);
+  }
+  std::vector<uint8_t> buf(1 << 20);
+  transport::Request r;
+  if (rank == 0) {
+    SHM_CHECK(t->post_recv(&r, 2, 1, buf.data(), 4, transport::OpDesc{}).ok(), "post_recv");
+  } else {
+    SHM_CHECK(t->post_send(&r, 2, 1, buf.data(), buf.size(), transport::OpDesc{}).ok(), "post_send");
+  }
+  Status s = wait_one(t, &r, 20000);
+  const int64_t waited_ms = (monotonic_us() - shared[0]) / 1000;
+  SHM_CHECK(s.code() == COLLX_ERR_REMOTE, "%s", s.message().c_str());
+  SHM_CHECK(s.message().find(expected) != std::string::npos, "%s", s.message().c_str());
+  SHM_CHECK(waited_ms < 2000, "noticed after %lld ms", static_cast<long long>(waited_ms));
+  std::printf("rank %d: '%s' after %lld ms\n", rank, s.message().c_str(), static_cast<long long>(waited_ms));
+  ::usleep(300 * 1000);
+  return 0;
+}
+
 // In a child of a 2-rank job: each size from 0 to 1, then from 1 to 0 (tag 7), checking
 // every byte; then close. 0, or 1 with a line on stderr. Shared by the shm and ucx tests.
 inline int sizes_both_ways(int rank, transport::Transport* t, const std::vector<size_t>& sizes) {

@@ -34,26 +34,7 @@ TEST(UcxProcesses, SizesBothWaysSharedMemory) { sizes_both_ways(false); }
 // endpoints have no peer error handling).
 void sigkilled_peer(bool peer_errors) {
   auto codes = run_proc_job(3, [&](int rank, transport::Transport* t, int64_t* shared) -> int {
-    if (rank == 2) {
-      ::usleep(250 * 1000);
-      shared[0] = monotonic_us();
-      ::raise(SIGKILL);
-    }
-    std::vector<uint8_t> buf(1 << 20);
-    Request r;
-    if (rank == 0) {
-      SHM_CHECK(t->post_recv(&r, 2, 1, buf.data(), 4, OpDesc{}).ok(), "post_recv");
-    } else {
-      SHM_CHECK(t->post_send(&r, 2, 1, buf.data(), buf.size(), OpDesc{}).ok(), "post_send");
-    }
-    Status s = wait_one(t, &r, 20000);
-    const int64_t waited_ms = (monotonic_us() - shared[0]) / 1000;
-    SHM_CHECK(s.code() == COLLX_ERR_REMOTE, "%s", s.message().c_str());
-    SHM_CHECK(s.message().find("rank 2") != std::string::npos, "%s", s.message().c_str());
-    SHM_CHECK(waited_ms < 2000, "noticed after %lld ms", static_cast<long long>(waited_ms));
-    std::printf("rank %d: '%s' after %lld ms\n", rank, s.message().c_str(), static_cast<long long>(waited_ms));
-    ::usleep(300 * 1000);  // stay: the other survivor must find out by itself
-    return 0;
+    return shm_test::survive_sigkilled_rank2(rank, t, shared, "rank 2");
   }, peer_errors);
   EXPECT_EQ(codes, (std::vector<int>{0, 0, -SIGKILL}));
 }
