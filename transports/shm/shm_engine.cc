@@ -30,11 +30,11 @@ ShmEngine::ShmEngine(const ShmTransportParams& params, std::unique_ptr<Segment> 
     : rank_(params.rank),
       size_(params.size),
       comm_id_(params.comm_id),
-      unexpected_max_bytes_(params.unexpected_max_bytes),
       eager_max_bytes_(params.eager_max_bytes),
       force_ring_copy_(params.force_ring_copy),
       describe_fn_(params.describe),
-      own_(std::move(own)) {
+      own_(std::move(own)),
+      matcher_(rank_, size_, params.unexpected_max_bytes, describe_fn_, *this) {
   own_header_ = own_->header();
   for (int r = 0; r < size_; ++r) {
     auto p = std::make_unique<Peer>();

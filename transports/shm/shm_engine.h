@@ -182,7 +182,6 @@ class ShmEngine final : public transport::Transport,
   const int rank_;
   const int size_;
   const uint64_t comm_id_;
-  const size_t unexpected_max_bytes_;
   const size_t eager_max_bytes_;
   const bool force_ring_copy_;
   const transport::DescribeFn describe_fn_;
@@ -196,7 +195,7 @@ class ShmEngine final : public transport::Transport,
   std::condition_variable cv_;
   bool driving_ = false;
   // Posted and unexpected messages, budget, active op, poison, completions.
-  transport::Matcher matcher_{rank_, size_, unexpected_max_bytes_, describe_fn_, *this};
+  transport::Matcher matcher_;  // rank_, size_, the unexpected budget, describe_fn_
   const Status& poison_ = matcher_.poison();
   const uint64_t& completions_ = matcher_.completions();
   bool closed_ = false;

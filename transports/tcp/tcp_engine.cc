@@ -35,11 +35,11 @@ TcpEngine::TcpEngine(const TcpTransportParams& params, Fd listener, SocketAddres
       comm_id_(params.comm_id),
       nsocks_(params.sockets_per_peer),
       stripe_min_bytes_(params.stripe_min_bytes),
-      unexpected_max_bytes_(params.unexpected_max_bytes),
       hello_timeout_ms_(params.hello_timeout_ms),
       unacked_timeout_ms_(params.liveness.unacked_timeout_ms),
       describe_fn_(params.describe),
       listen_address_(listen_address),
+      matcher_(rank_, size_, params.unexpected_max_bytes, describe_fn_, *this),
       listener_(std::move(listener)) {
   mesh_params_.rank = rank_;
   mesh_params_.size = size_;

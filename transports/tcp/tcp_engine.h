@@ -230,7 +230,6 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks, priva
   const uint64_t comm_id_;
   const int nsocks_;
   const size_t stripe_min_bytes_;
-  const size_t unexpected_max_bytes_;
   const int hello_timeout_ms_;
   const int unacked_timeout_ms_;  // 0: no unacknowledged-data check
   const transport::DescribeFn describe_fn_;
@@ -248,7 +247,7 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks, priva
   mutable std::mutex mu_;
   std::condition_variable cv_;
   // Posted and unexpected messages, budget, active op, poison, completions.
-  transport::Matcher matcher_{rank_, size_, unexpected_max_bytes_, describe_fn_, *this};
+  transport::Matcher matcher_;  // rank_, size_, the unexpected budget, describe_fn_
   const Status& poison_ = matcher_.poison();
   const uint64_t& completions_ = matcher_.completions();
   bool driving_ = false;     // a thread owns the driver role
