@@ -52,7 +52,7 @@ Status WaitDriver::wait_all(std::unique_lock<std::mutex>& lock, Request* const* 
     Status result;
     if (settled(reqs, count, &result)) return result;
     if (!state_.poison.ok()) return state_.poison;
-    if (state_.closed) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the %s transport is closed", rank_, name_);
+    if (state_.closed) return closed_status();
     const bool pass_owed = expired_ == ExpiredDeadline::kOnePass && !polled && !(state_.driving && !driver);
     if (deadline.expired() && !pass_owed) {
       auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
@@ -69,6 +69,26 @@ Status WaitDriver::wait_all(std::unique_lock<std::mutex>& lock, Request* const* 
       state_.cv.wait_until(lock, std::min(deadline.time_point(), std::chrono::steady_clock::now() + kFollowerNap));
     }
   }
+}
+
+Status WaitDriver::usable() {
+  if (state_.aborted.load(std::memory_order_acquire)) return hooks_.wait_on_aborted();
+  if (state_.closed) return closed_status();
+  return state_.poison;
+}
+
+Status WaitDriver::aborted_status() const {
+  return make_status(COLLX_ERR_ABORTED, "rank %d: the %s transport was aborted", rank_, name_);
+}
+
+Status WaitDriver::closed_status() const {
+  return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the %s transport is closed", rank_, name_);
+}
+
+Status WaitDriver::health(std::mutex& mu) const {
+  if (state_.aborted.load(std::memory_order_acquire)) return aborted_status();
+  std::lock_guard<std::mutex> lock(mu);
+  return state_.poison;
 }
 
 }  // namespace transport

@@ -97,6 +97,22 @@ class WaitDriver {
 
   // Transport::wait_all, with `lock` holding the engine's mutex.
   Status wait_all(std::unique_lock<std::mutex>& lock, Request* const* reqs, size_t count, Deadline deadline);
+  // The same, taking `mu`, the engine's mutex.
+  Status wait_all(std::mutex& mu, Request* const* reqs, size_t count, Deadline deadline) {
+    std::unique_lock<std::mutex> lock(mu);
+    return wait_all(lock, reqs, count, deadline);
+  }
+
+  // Whether a post may go ahead (under the engine's mutex): once aborted, what
+  // WaitHooks::wait_on_aborted says; once closed, closed_status(); else the poison (OK).
+  Status usable();
+  // What every engine reports once aborted or closed: "rank R: the <name> transport was
+  // aborted" (COLLX_ERR_ABORTED), "... is closed" (COLLX_ERR_INVALID_USAGE).
+  Status aborted_status() const;
+  Status closed_status() const;
+  // Transport::health(): the abort, read without `mu` (abort() takes no lock, a thread may
+  // be inside the engine), else the poison under `mu`, the engine's mutex.
+  Status health(std::mutex& mu) const;
 
  private:
   // True when the wait is over: every request done (*result OK) or one failed (its status).

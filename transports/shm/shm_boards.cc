@@ -115,14 +115,10 @@ bool ShmEngine::poll_board_waits(Peer& p) {
     }
     p.board_waits[i] = p.board_waits.back();
     p.board_waits.pop_back();
-    req->transport_private = nullptr;
     recycle_board_wait(wait);
     moved = true;
-    ++completions_;
-    if (status.ok()) {
-      req->complete_ok();
-    } else {
-      req->complete_error(status);
+    matcher_.complete(req, status);
+    if (!status.ok()) {
       poison_locked(status, true);
       return true;
     }
@@ -224,11 +220,12 @@ bool ShmEngine::peer_active_op(const Peer& p, OpDesc* out) const {
 }
 
 void ShmEngine::check_peer_active_op(Peer& p) {
-  if (!active_ || active_->seq == 0) return;
+  const OpDesc* active = matcher_.active();
+  if (active == nullptr || active->seq == 0) return;
   OpDesc theirs;
-  if (!peer_active_op(p, &theirs) || theirs.seq != active_->seq || theirs == *active_) return;
+  if (!peer_active_op(p, &theirs) || theirs.seq != active->seq || theirs == *active) return;
   poison_locked(make_status(COLLX_ERR_MISMATCH, "rank %d is running %s but rank %d is running %s", rank_,
-                            transport::describe_desc(describe_fn_, *active_).c_str(), p.rank,
+                            transport::describe_desc(describe_fn_, *active).c_str(), p.rank,
                             transport::describe_desc(describe_fn_, theirs).c_str()),
                 true);
 }

@@ -30,11 +30,11 @@ ShmEngine::ShmEngine(const ShmTransportParams& params, std::unique_ptr<Segment> 
     : rank_(params.rank),
       size_(params.size),
       comm_id_(params.comm_id),
-      unexpected_max_bytes_(params.unexpected_max_bytes),
       eager_max_bytes_(params.eager_max_bytes),
       force_ring_copy_(params.force_ring_copy),
       describe_fn_(params.describe),
-      own_(std::move(own)) {
+      own_(std::move(own)),
+      matcher_(rank_, size_, params.unexpected_max_bytes, describe_fn_, *this) {
   own_header_ = own_->header();
   for (int r = 0; r < size_; ++r) {
     auto p = std::make_unique<Peer>();
@@ -88,23 +88,6 @@ void ShmEngine::notify_waiters() {
   notify_segment(own_header_);  // the driver may sleep on our futex
 }
 
-Status ShmEngine::aborted_status() const {
-  return make_status(COLLX_ERR_ABORTED, "rank %d: the shm transport was aborted", rank_);
-}
-
-Status ShmEngine::usable_locked() {
-  if (aborted_.load(std::memory_order_acquire)) {
-    poison_locked(aborted_status(), false);
-    return aborted_status();
-  }
-  if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the shm transport is closed", rank_);
-  return poison_;
-}
-
-Status ShmEngine::check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
-  return transport::check_post_args(req, peer, size_, buf, bytes);
-}
-
 Status ShmEngine::post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
   COLLX_RETURN_IF_ERROR(check_args(req, peer, buf, bytes));
   // A rendezvous send is read by the receiver through the kernel: a buffer sent again and
@@ -115,7 +98,7 @@ Status ShmEngine::post_send(Request* req, int peer, uint64_t tag, const void* bu
   std::lock_guard<std::mutex> lock(mu_);
   COLLX_RETURN_IF_ERROR(usable_locked());
   CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
-  if (peer == rank_) return post_send_self(req, tag, buf, bytes, desc);
+  if (peer == rank_) return matcher_.send_to_self(req, rank_, tag, buf, bytes, desc);
   Peer& p = *peers_[peer];
   if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
   transport::fill_posted_request(req, true, peer, tag, buf, bytes, desc);
@@ -130,79 +113,12 @@ Status ShmEngine::post_send(Request* req, int peer, uint64_t tag, const void* bu
   return Status::Ok();
 }
 
-// A message to ourselves: copied at once into the matching receive or the unexpected list.
-Status ShmEngine::post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
-  Peer& p = *peers_[rank_];
-  auto posted = p.posted.find(tag);
-  if (posted != p.posted.end()) {
-    Request* recv = posted->second.front();
-    Status status = check_match(rank_, tag, bytes, desc, recv->bytes, recv->desc);
-    if (!status.ok()) {
-      poison_locked(status, true);
-      return status;
-    }
-    posted->second.pop_front();
-    if (posted->second.empty()) p.posted.erase(posted);
-    if (bytes > 0) std::memcpy(recv->buffer, buf, bytes);
-    recv->transport_private = nullptr;
-    recv->complete_ok();
-    ++completions_;
-  } else {
-    auto m = std::make_unique<InMsg>();
-    m->peer = rank_;
-    m->msg_id = p.next_send_id++;
-    m->tag = tag;
-    m->bytes = bytes;
-    m->desc = desc;
-    if (bytes > 0) {
-      m->staging.reset(static_cast<uint8_t*>(std::malloc(bytes)));
-      if (!m->staging) return make_status(COLLX_ERR_NO_MEMORY, "rank %d: cannot buffer %zu bytes", rank_, bytes);
-      std::memcpy(m->staging.get(), buf, bytes);
-      unexpected_bytes_ += bytes;
-    }
-    m->received = bytes;
-    m->complete = true;
-    p.unexpected[tag].push_back(m.get());
-    p.live[m->msg_id] = std::move(m);
-  }
-  transport::fill_posted_request(req, true, rank_, tag, buf, bytes, desc);
-  req->complete_ok();
-  return Status::Ok();
-}
-
 Status ShmEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, size_t bytes, const OpDesc& desc) {
   COLLX_RETURN_IF_ERROR(check_args(req, peer, buf, bytes));
   std::lock_guard<std::mutex> lock(mu_);
   COLLX_RETURN_IF_ERROR(usable_locked());
   CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
-  Peer& p = *peers_[peer];
-  auto unexpected = p.unexpected.find(tag);
-  if (unexpected != p.unexpected.end()) {
-    InMsg* m = unexpected->second.front();
-    Status status = check_match(peer, tag, m->bytes, m->desc, bytes, desc);
-    if (!status.ok()) {
-      poison_locked(status, true);
-      return status;
-    }
-    unexpected->second.pop_front();
-    if (unexpected->second.empty()) p.unexpected.erase(unexpected);
-    transport::fill_posted_request(req, false, peer, tag, buf, bytes, desc);
-    m->recv = req;
-    req->transport_private = m;
-    if (m->complete) {
-      m->complete = false;
-      complete_message(p, m);  // copies from staging, completes, frees m
-    } else if (m->rndv) {
-      start_pull(p, m);
-    }  // else: an eager message still arriving goes to staging, copied when complete
-    return Status::Ok();
-  }
-  if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
-  transport::fill_posted_request(req, false, peer, tag, buf, bytes, desc);
-  p.posted[tag].push_back(req);
-  // An announcement waiting for budget may be this receive's message: wake the driver.
-  if (p.paused_budget) notify_segment(own_header_);
-  return Status::Ok();
+  return matcher_.post_recv(req, peer, tag, buf, bytes, desc, peers_[peer]->departed);
 }
 
 std::string ShmEngine::wait_pending_detail(const Request& r) const {
@@ -219,7 +135,7 @@ std::string ShmEngine::wait_pending_detail(const Request& r) const {
     return op == nullptr ? "queued" : op->rndv ? (op->started ? "announced, not yet taken" : "queued")
                                                : (op->started ? "partly in the ring" : "queued");
   }
-  auto* m = static_cast<const InMsg*>(r.transport_private);
+  auto* m = static_cast<const transport::InMessage*>(r.transport_private);
   return string_printf("%" PRIu64 " received", m ? m->received : 0);
 }
 
@@ -245,8 +161,7 @@ void ShmEngine::idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline)
 }
 
 Status ShmEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return waiter_.wait_all(lock, reqs, count, deadline);
+  return waiter_.wait_all(mu_, reqs, count, deadline);
 }
 
 Status ShmEngine::wait_on_aborted() {
@@ -284,59 +199,22 @@ void ShmEngine::cancel(Request* const* reqs, size_t count) {
       }
       p.sendq.erase(std::remove(p.sendq.begin(), p.sendq.end(), op), p.sendq.end());
       delete op;
+      matcher_.complete(r, cancelled);
     } else if (r->tag == kBoardWaitTag) {
       forget_board_wait(p, r);
+      matcher_.complete(r, cancelled);
     } else {
-      auto* m = static_cast<InMsg*>(r->transport_private);
-      if (m == nullptr) {
-        transport::forget_posted(p.posted, r);
-      } else {
-        // Partly received: the rest is consumed and dropped, keeping the ring in step.
-        m->recv = nullptr;
-        m->discard = true;
-        release_staging(m);
-      }
+      // Partly received: the rest is consumed and dropped, keeping the ring in step.
+      matcher_.cancel_recv(r, cancelled);
     }
-    r->transport_private = nullptr;
-    r->complete_error(cancelled);
-    ++completions_;
   }
 }
 
 void ShmEngine::set_active_op(const OpDesc* desc) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (desc == nullptr) {
-    active_.reset();
-    return;
-  }
-  active_ = *desc;
-  publish_active_op(*desc);
-  if (!poison_.ok() || closed_ || aborted_.load(std::memory_order_acquire)) return;
+  if (desc != nullptr) publish_active_op(*desc);
   CompletionNotifier notifier(&completions_, [this] { notify_waiters(); });
-  for (auto& pp : peers_) {
-    Peer& p = *pp;
-    for (auto& [tag, queue] : p.unexpected) {
-      for (InMsg* m : queue) {
-        Status status = check_active_op(p.rank, m->tag, m->desc);
-        if (!status.ok()) {
-          poison_locked(status, true);
-          return;
-        }
-      }
-    }
-    if (p.paused_budget) {  // the announcement left in the ring
-      bool corrupt = false;
-      const uint8_t* slot = p.in_data.consumer_slot(&corrupt);
-      if (slot == nullptr) continue;
-      CellHeader h;
-      std::memcpy(&h, slot, sizeof h);
-      Status status = check_active_op(p.rank, h.tag, h.desc);
-      if (!status.ok()) {
-        poison_locked(status, true);
-        return;
-      }
-    }
-  }
+  matcher_.set_active(desc, !closed_ && !aborted_.load(std::memory_order_acquire));
 }
 
 void ShmEngine::poison(const Status& status, bool notify_peers) {
@@ -345,11 +223,7 @@ void ShmEngine::poison(const Status& status, bool notify_peers) {
   poison_locked(status, notify_peers);
 }
 
-Status ShmEngine::health() const {
-  if (aborted_.load(std::memory_order_acquire)) return aborted_status();
-  std::lock_guard<std::mutex> lock(mu_);
-  return poison_;
-}
+Status ShmEngine::health() const { return waiter_.health(mu_); }
 
 void ShmEngine::abort() {
   // No lock: a thread may be inside the engine. Peers' mappings and our header live until

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "transports/common/engine_overrides.h"
+#include "transports/common/matcher.h"
+#include "transports/transport_checks.h"
 #include "transports/common/wait_driver.h"
 #include "transports/shm/shm_liveness.h"
 #include "transports/shm/shm_memory.h"
@@ -34,29 +36,13 @@ namespace shm {
 using transport::OpDesc;
 using transport::Request;
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-
 // A message announced by a peer (eager or rendezvous), matched or waiting for its receive.
-struct InMsg {
-  int peer = 0;
-  uint64_t msg_id = 0, tag = 0, bytes = 0;
-  OpDesc desc;
-  Request* recv = nullptr;
-  std::unique_ptr<uint8_t, FreeDeleter> staging;  // unexpected eager payload (budgeted)
-  uint64_t received = 0;
+// Matching, staging and delivery are the matcher's (transports/common/matcher.h).
+struct InMsg : transport::InMessage {
   bool rndv = false;
   bool chunked = false;     // rendezvous whose data comes through the ring (we asked)
-  bool discard = false;     // its receive was cancelled / failed: drop the remaining payload
-  bool complete = false;
   int64_t src_pid = 0;
   uint64_t src_addr = 0;
-  uint8_t* target() const {
-    if (discard) return nullptr;
-    if (staging) return staging.get();
-    return recv ? static_cast<uint8_t*>(recv->buffer) : nullptr;
-  }
 };
 
 struct SendOp {
@@ -87,15 +73,11 @@ struct Peer {
   // not fit in the peer's control ring. A receive completes only once its reply is in the
   // ring, so nothing is left for us to deliver after our caller stops calling in.
   std::deque<InMsg*> pulls_waiting;
-  std::unordered_map<uint64_t, std::unique_ptr<InMsg>> live;
-  std::unordered_map<uint64_t, std::deque<Request*>> posted;
-  std::unordered_map<uint64_t, std::deque<InMsg*>> unexpected;
   std::vector<Request*> board_waits;  // SharedBoards::post_wait on this peer's counters
   // Its zero-copy buffers mapped here (SharedBoards::map_peer), under ShmEngine::maps_mu_.
   std::vector<MappedRegion> maps;
   size_t next_map_victim = 0;
   bool maps_refused = false;  // the kernel refused to open its memory files: stop trying
-  bool paused_budget = false;   // head of in_data is an announcement the budget cannot hold
   bool draining = false;        // it left: read all it sent, budget or not
   bool departed = false;
 };
@@ -109,7 +91,10 @@ struct BoardWait {
 };
 constexpr uint64_t kBoardWaitTag = ~0ull;  // no message uses it: collective tags stop below
 
-class ShmEngine final : public transport::Transport, public transport::SharedBoards, private transport::WaitHooks {
+class ShmEngine final : public transport::Transport,
+                        public transport::SharedBoards,
+                        private transport::WaitHooks,
+                        private transport::MatchHooks {
  public:
   ShmEngine(const ShmTransportParams& params, std::unique_ptr<Segment> own);
   ~ShmEngine() override;
@@ -160,11 +145,16 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   void check_peer_active_op(Peer& p);
 
   // ---- shm_engine.cc
-  Status usable_locked();
-  Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const;
-  Status post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
-  Status aborted_status() const;
+  Status usable_locked() { return waiter_.usable(); }  // under mu_
+  Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
+    return transport::check_post_args(req, peer, size_, buf, bytes);
+  }
+  Status aborted_status() const { return waiter_.aborted_status(); }
   COLLX_WAIT_HOOKS_OVERRIDES;  // for waiter_
+  // transport::MatchHooks, for matcher_ (shm_progress.cc).
+  void matcher_poison(const Status& status, bool notify_peers) override;
+  void matcher_resume(int peer) override;
+  void matcher_took_unexpected(transport::InMessage* m) override;
   void idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline);
   void notify_waiters();
 
@@ -179,9 +169,7 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   bool retry_pulls(Peer& p);
   bool reply_fits(Peer& p);
   void push_reply(Peer& p, CellType type, const InMsg& m);
-  void complete_message(Peer& p, InMsg* m);
   void complete_send(Peer& p, SendOp* op);
-  void release_staging(InMsg* m);
   void check_peers(bool check_processes);
   void peer_departed(Peer& p);
   void fail_peer_requests(Peer& p, const Status& status);
@@ -189,16 +177,11 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   void poison_locked(const Status& status, bool notify_peers);
   void publish_state(RankState state, const Status& reason);
   void wake_peers();
-  Status check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent_desc, size_t recv_bytes,
-                     const OpDesc& recv_desc) const;
-  Status check_active_op(int peer, uint64_t tag, const OpDesc& desc) const;
-  std::string describe(const OpDesc& desc) const;
   bool sends_pending() const;
 
   const int rank_;
   const int size_;
   const uint64_t comm_id_;
-  const size_t unexpected_max_bytes_;
   const size_t eager_max_bytes_;
   const bool force_ring_copy_;
   const transport::DescribeFn describe_fn_;
@@ -211,14 +194,14 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
   std::mutex maps_mu_;  // Peer::maps (never held with mu_)
   std::condition_variable cv_;
   bool driving_ = false;
-  uint64_t completions_ = 0;
-  Status poison_;
+  // Posted and unexpected messages, budget, active op, poison, completions.
+  transport::Matcher matcher_;  // rank_, size_, the unexpected budget, describe_fn_
+  const Status& poison_ = matcher_.poison();
+  const uint64_t& completions_ = matcher_.completions();
   bool closed_ = false;
   std::atomic<bool> state_published_{false};  // our state word left ALIVE (once; abort too)
-  std::optional<OpDesc> active_;
   std::vector<std::unique_ptr<BoardWait>> spare_board_waits_;  // take/recycle_board_wait, under mu_
   bool peer_reads_ = false;  // SharedBoards::can_read_peers (set once at creation)
-  uint64_t unexpected_bytes_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;
   int64_t last_liveness_us_ = 0;
   transport::WaitDriver waiter_{*this, {cv_, driving_, completions_, aborted_, poison_, closed_}, rank_, "shm",
@@ -228,14 +211,14 @@ class ShmEngine final : public transport::Transport, public transport::SharedBoa
 // Wakes waiters when completions happened while it was alive (mutex held throughout).
 class CompletionNotifier {
  public:
-  CompletionNotifier(uint64_t* completions, std::function<void()> notify)
+  CompletionNotifier(const uint64_t* completions, std::function<void()> notify)
       : completions_(completions), before_(*completions), notify_(std::move(notify)) {}
   ~CompletionNotifier() {
     if (*completions_ != before_) notify_();
   }
 
  private:
-  uint64_t* completions_;
+  const uint64_t* completions_;
   uint64_t before_;
   std::function<void()> notify_;
 };

@@ -52,26 +52,7 @@ bool cma_permitted() {
 
 const std::vector<size_t> kSizes = {0, 1, 1000, (64u << 10) + 1, (1u << 20) + 3, 64u << 20};
 
-int sizes_body(int rank, transport::Transport* t, int64_t*) {
-  for (size_t i = 0; i < kSizes.size(); ++i) {
-    for (int dir = 0; dir < 2; ++dir) {  // 0 -> 1, then 1 -> 0
-      std::vector<uint8_t> buf(kSizes[i]);
-      Request req;
-      const bool sender = rank == dir;
-      if (sender) {
-        fill(buf, i + dir * 100);
-        SHM_CHECK(t->post_send(&req, 1 - rank, 7, buf.data(), buf.size(), OpDesc{}).ok(), "post_send");
-      } else {
-        SHM_CHECK(t->post_recv(&req, 1 - rank, 7, buf.data(), buf.size(), OpDesc{}).ok(), "post_recv");
-      }
-      Status s = wait_one(t, &req);
-      SHM_CHECK(s.ok(), "size %zu: %s", kSizes[i], s.message().c_str());
-      if (!sender) SHM_CHECK(first_bad(buf, i + dir * 100) == -1, "size %zu: bad byte %lld", kSizes[i], first_bad(buf, i + dir * 100));
-    }
-  }
-  t->close(Deadline::after_ms(5000));
-  return 0;
-}
+int sizes_body(int rank, transport::Transport* t, int64_t*) { return sizes_both_ways(rank, t, kSizes); }
 
 TEST(ShmProcesses, SizesCrossMemoryAttach) {
   if (!cma_permitted()) std::printf("note: process_vm_readv not permitted here: the transport falls back to the ring\n");
@@ -150,26 +131,7 @@ TEST(ShmProcesses, SigkilledPeerReportedWithinTwoSeconds) {
   uint64_t comm = next_comm_id();
   auto codes = run_proc_job(3, false, comm, [&](int rank, transport::Transport* t, int64_t* shared) -> int {
     SHM_CHECK(shm_leftovers(comm).empty(), "segment still linked after setup");
-    if (rank == 2) {
-      ::usleep(250 * 1000);  // not a multiple of the 100 ms liveness period
-      shared[0] = now_us();
-      ::raise(SIGKILL);
-    }
-    std::vector<uint8_t> buf(1 << 20);
-    Request r;
-    if (rank == 0) {
-      SHM_CHECK(t->post_recv(&r, 2, 1, buf.data(), 4, OpDesc{}).ok(), "post_recv");
-    } else {
-      SHM_CHECK(t->post_send(&r, 2, 1, buf.data(), buf.size(), OpDesc{}).ok(), "post_send");
-    }
-    Status s = wait_one(t, &r, 20000);
-    int64_t waited_ms = (now_us() - shared[0]) / 1000;
-    SHM_CHECK(s.code() == COLLX_ERR_REMOTE, "%s", s.message().c_str());
-    SHM_CHECK(s.message().find("rank 2 died") != std::string::npos, "%s", s.message().c_str());
-    SHM_CHECK(waited_ms < 2000, "noticed after %lld ms", static_cast<long long>(waited_ms));
-    std::printf("rank %d: '%s' after %lld ms\n", rank, s.message().c_str(), static_cast<long long>(waited_ms));
-    ::usleep(300 * 1000);  // stay: the other survivor must find out by itself
-    return 0;
+    return survive_sigkilled_rank2(rank, t, shared, "rank 2 died");
   });
   EXPECT_EQ(codes, (std::vector<int>{0, 0, -SIGKILL}));
   EXPECT_TRUE(shm_leftovers(comm).empty());
@@ -207,35 +169,8 @@ TEST(ShmProcesses, AllToAllStress8Processes) {
   constexpr int kRanks = 8, kRounds = 5;
   uint64_t comm = next_comm_id();
   auto codes = run_proc_job(kRanks, false, comm, [](int rank, transport::Transport* t, int64_t*) -> int {
-    for (int round = 0; round < kRounds; ++round) {
-      auto size_for = [&](int src, int dst) {
-        static const size_t s[] = {0, 9, 5000, 65536, 65537, 1u << 20};
-        return s[(src * 5 + dst + round) % 6];
-      };
-      std::vector<std::vector<uint8_t>> out(kRanks), in(kRanks);
-      std::vector<Request> sreq(kRanks), rreq(kRanks);
-      std::vector<Request*> ptrs;
-      for (int k = 1; k < kRanks; ++k) {
-        int p = (rank + k) % kRanks;
-        out[p].resize(size_for(rank, p));
-        fill(out[p], rank * 100 + p + round * 10000);
-        SHM_CHECK(t->post_send(&sreq[p], p, round, out[p].data(), out[p].size(), OpDesc{}).ok(), "send");
-        ptrs.push_back(&sreq[p]);
-      }
-      for (int p = 0; p < kRanks; ++p) {
-        if (p == rank) continue;
-        in[p].resize(size_for(p, rank));
-        SHM_CHECK(t->post_recv(&rreq[p], p, round, in[p].data(), in[p].size(), OpDesc{}).ok(), "recv");
-        ptrs.push_back(&rreq[p]);
-      }
-      Status s = t->wait_all(ptrs.data(), ptrs.size(), Deadline::after_ms(30000));
-      SHM_CHECK(s.ok(), "round %d: %s", round, s.message().c_str());
-      for (int p = 0; p < kRanks; ++p) {
-        if (p != rank) SHM_CHECK(first_bad(in[p], p * 100 + rank + round * 10000) == -1, "%d -> %d", p, rank);
-      }
-    }
-    t->close(Deadline::after_ms(5000));
-    return 0;
+    static const size_t sizes[] = {0, 9, 5000, 65536, 65537, 1u << 20};  // eager, multi-cell, rendezvous
+    return all_to_all_rounds(rank, t, kRanks, kRounds, sizes);
   });
   EXPECT_EQ(codes, std::vector<int>(kRanks, 0));
   EXPECT_TRUE(shm_leftovers(comm).empty());

@@ -155,9 +155,7 @@ bool ShmEngine::push_sends(Peer& p) {
 void ShmEngine::complete_send(Peer&, SendOp* op) {
   Request* req = op->req;
   delete op;
-  req->transport_private = nullptr;
-  req->complete_ok();
-  ++completions_;
+  matcher_.complete_ok(req);
 }
 
 // ---- receiving
@@ -217,8 +215,7 @@ bool ShmEngine::poll_data(Peer& p) {
     if (type == CellType::kRts || (type == CellType::kEager && h.offset == 0)) {
       if (!handle_announce(p, h, payload)) return moved;  // paused on budget, or failed
     } else if (type == CellType::kEager || type == CellType::kChunk) {
-      auto it = p.live.find(h.msg_id);
-      InMsg* m = it == p.live.end() ? nullptr : it->second.get();
+      auto* m = static_cast<InMsg*>(matcher_.find(p.rank, h.msg_id));
       if (m == nullptr || m->complete || m->rndv != (type == CellType::kChunk) || (m->rndv && !m->chunked) ||
           m->bytes != h.msg_bytes || m->received != h.offset || h.payload_bytes == 0) {
         protocol_error(p, string_printf("cell of message %" PRIu64 " out of sequence", h.msg_id));
@@ -227,7 +224,7 @@ bool ShmEngine::poll_data(Peer& p) {
       uint8_t* dst = m->target();
       if (dst != nullptr) std::memcpy(dst + h.offset, payload, h.payload_bytes);
       m->received += h.payload_bytes;
-      if (m->received == m->bytes) complete_message(p, m);
+      if (m->received == m->bytes) matcher_.message_complete(m);
     } else {
       protocol_error(p, string_printf("unknown cell type %u", h.type));
       return true;
@@ -262,69 +259,23 @@ bool ShmEngine::handle_announce(Peer& p, const CellHeader& h, const uint8_t* pay
     protocol_error(p, "empty first cell of a non-empty message");
     return false;
   }
-  Status status = check_active_op(p.rank, h.tag, h.desc);
-  if (!status.ok()) {
-    poison_locked(status, true);
-    return false;
-  }
-  Request* recv = nullptr;
-  auto posted = p.posted.find(h.tag);
-  if (posted != p.posted.end()) {
-    recv = posted->second.front();
-    status = check_match(p.rank, h.tag, h.msg_bytes, h.desc, recv->bytes, recv->desc);
-    if (!status.ok()) {
-      poison_locked(status, true);
-      return false;
-    }
-    posted->second.pop_front();
-    if (posted->second.empty()) p.posted.erase(posted);
-  } else if (!rndv && !p.draining && h.msg_bytes > 0 && unexpected_bytes_ + h.msg_bytes > unexpected_max_bytes_) {
-    // Never drop: leave it in the ring (the sender stalls when the ring fills) until a
-    // receive is posted or buffered messages are consumed.
-    if (!p.paused_budget) {
-      COLLX_TRACE(NET, "rank %d: unexpected-message budget full (%" PRIu64 " of %zu bytes): pausing rank %d", rank_,
-                  unexpected_bytes_, unexpected_max_bytes_, p.rank);
-    }
-    p.paused_budget = true;
-    return false;
-  }
-  p.paused_budget = false;
-  auto owned = std::make_unique<InMsg>();
-  InMsg* m = owned.get();
-  m->peer = p.rank;
-  m->msg_id = h.msg_id;
-  m->tag = h.tag;
-  m->bytes = h.msg_bytes;
-  m->desc = h.desc;
-  m->recv = recv;
+  // Budget full (kPaused): never drop; the cell stays in the ring (the sender stalls when it
+  // fills) until a receive is posted or buffered messages are consumed.
+  transport::Matcher::Arrival how;
+  InMsg* m = matcher_.arrive<InMsg>(p.rank, h.msg_id, h.tag, h.msg_bytes, h.desc, !rndv, p.draining, &how);
+  if (m == nullptr) return false;
   m->rndv = rndv;
   m->src_pid = body.pid;
   m->src_addr = body.address;
-  if (recv == nullptr && !rndv && h.msg_bytes > 0) {
-    m->staging.reset(static_cast<uint8_t*>(std::malloc(h.msg_bytes)));
-    if (!m->staging) {
-      poison_locked(make_status(COLLX_ERR_NO_MEMORY, "rank %d: cannot buffer an unexpected message of %" PRIu64
-                                                     " bytes from rank %d", rank_, h.msg_bytes, p.rank),
-                    true);
-      return false;
-    }
-    unexpected_bytes_ += h.msg_bytes;
-  }
-  p.live[h.msg_id] = std::move(owned);
   p.last_announced = h.msg_id;
-  if (recv != nullptr) {
-    recv->transport_private = m;
-  } else {
-    p.unexpected[h.tag].push_back(m);
-  }
   if (rndv) {
-    if (recv != nullptr) start_pull(p, m);
+    if (m->recv != nullptr) start_pull(p, m);
     return true;
   }
   uint8_t* dst = m->target();
   if (dst != nullptr && h.payload_bytes > 0) std::memcpy(dst, payload, h.payload_bytes);
   m->received = h.payload_bytes;
-  if (m->received == m->bytes) complete_message(p, m);
+  if (m->received == m->bytes) matcher_.message_complete(m);
   return true;
 }
 
@@ -347,7 +298,7 @@ bool ShmEngine::retry_pulls(Peer& p) {
     if (m->recv == nullptr) {
       // Its receive was cancelled: release the sender's buffer without reading it.
       push_reply(p, CellType::kAck, *m);
-      p.live.erase(m->msg_id);
+      matcher_.forget(m);
     } else {
       pull_now(p, m);
     }
@@ -386,7 +337,7 @@ void ShmEngine::pull_now(Peer& p, InMsg* m) {
       if (p.seg.header()->state.load(std::memory_order_acquire) != static_cast<uint32_t>(RankState::kAlive)) return;
       m->received = m->bytes;
       push_reply(p, CellType::kAck, *m);
-      complete_message(p, m);
+      matcher_.message_complete(m);
       return;
     }
     if (r == PullResult::kFailed) {
@@ -407,30 +358,18 @@ void ShmEngine::pull_now(Peer& p, InMsg* m) {
   push_reply(p, CellType::kSendChunks, *m);
 }
 
-void ShmEngine::complete_message(Peer& p, InMsg* m) {
-  m->complete = true;
-  if (m->discard) {
-    release_staging(m);
-    p.live.erase(m->msg_id);
-    return;
-  }
-  Request* recv = m->recv;
-  if (recv == nullptr) return;  // unexpected: waits in p.unexpected for its receive
-  if (m->staging) {
-    if (m->bytes > 0) std::memcpy(recv->buffer, m->staging.get(), m->bytes);
-    release_staging(m);
-  }
-  recv->transport_private = nullptr;
-  p.live.erase(m->msg_id);
-  recv->complete_ok();
-  ++completions_;
+// A receive took a message still arriving: a rendezvous one is pulled now (eager bytes land
+// in staging and are copied when the last one arrives).
+void ShmEngine::matcher_took_unexpected(transport::InMessage* taken) {
+  auto* m = static_cast<InMsg*>(taken);
+  if (m->rndv) start_pull(*peers_[m->peer], m);
 }
 
-void ShmEngine::release_staging(InMsg* m) {
-  if (!m->staging) return;
-  m->staging.reset();
-  unexpected_bytes_ -= m->bytes;
-}
+// An announcement left in `peer`'s ring may fit now: the driver looks at every ring each
+// round, so only a sleeping driver needs waking.
+void ShmEngine::matcher_resume(int) { notify_segment(own_header_); }
+
+void ShmEngine::matcher_poison(const Status& status, bool notify_peers) { poison_locked(status, notify_peers); }
 
 // ---- peers' states, liveness, failures
 
@@ -493,36 +432,13 @@ void ShmEngine::peer_departed(Peer& p) {
 }
 
 void ShmEngine::fail_peer_requests(Peer& p, const Status& status) {
-  auto fail = [&](Request* req) {
-    req->transport_private = nullptr;
-    req->complete_error(status);
-    ++completions_;
-  };
-  for (auto& [tag, queue] : p.posted) {
-    for (Request* req : queue) fail(req);
-  }
-  p.posted.clear();
+  auto fail = [&](Request* req) { matcher_.complete(req, status); };
+  matcher_.fail_peer(p.rank, status);  // posted receives, messages in progress
   for (Request* req : p.board_waits) {
     recycle_board_wait(static_cast<BoardWait*>(req->transport_private));
     fail(req);
   }
   p.board_waits.clear();
-  for (auto& [id, m] : p.live) {
-    if (m->complete) continue;
-    if (m->recv != nullptr) fail(m->recv);
-    m->recv = nullptr;
-    m->discard = true;  // nothing may be written into anyone's memory any more
-    release_staging(m.get());
-  }
-  // Unfinished messages can never be delivered: forget them (complete ones stay receivable).
-  for (auto it = p.unexpected.begin(); it != p.unexpected.end();) {
-    auto& q = it->second;
-    q.erase(std::remove_if(q.begin(), q.end(), [](InMsg* m) { return !m->complete; }), q.end());
-    it = q.empty() ? p.unexpected.erase(it) : std::next(it);
-  }
-  for (auto it = p.live.begin(); it != p.live.end();) {
-    it = (!it->second->complete && it->second->recv == nullptr) ? p.live.erase(it) : std::next(it);
-  }
   for (SendOp* op : p.sendq) { fail(op->req); delete op; }
   for (SendOp* op : p.chunk_ops) { fail(op->req); delete op; }
   for (auto& [id, op] : p.awaiting) { fail(op->req); delete op; }
@@ -540,12 +456,11 @@ void ShmEngine::protocol_error(Peer& p, const std::string& why) {
 }
 
 void ShmEngine::poison_locked(const Status& status, bool notify_peers) {
-  if (!poison_.ok()) {
+  if (!matcher_.begin_poison(status)) {
     // Already failed; pass the first reason on if now asked to tell the others.
     if (notify_peers && !aborted_.load(std::memory_order_relaxed) && !closed_) publish_state(RankState::kPoisoned, poison_);
     return;
   }
-  poison_ = status.ok() ? make_status(COLLX_ERR_INTERNAL, "transport poisoned with an OK status") : status;
   if (!closed_) {
     COLLX_INFO(NET, "rank %d: shm transport failed: %s: %s", rank_, status_name(poison_.code()),
                poison_.message().c_str());
@@ -574,20 +489,6 @@ void ShmEngine::wake_peers() {
   for (auto& p : peers_) {
     if (p->rank != rank_ && p->seg.mapped()) notify_segment(p->seg.header());
   }
-}
-
-// ---- matching checks
-
-std::string ShmEngine::describe(const OpDesc& d) const { return transport::describe_desc(describe_fn_, d); }
-
-Status ShmEngine::check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent_desc, size_t recv_bytes,
-                              const OpDesc& recv_desc) const {
-  return transport::check_message_matches(describe_fn_, rank_, peer, tag, sent_bytes, sent_desc, recv_bytes,
-                                          recv_desc);
-}
-
-Status ShmEngine::check_active_op(int peer, uint64_t tag, const OpDesc& desc) const {
-  return transport::check_against_active(describe_fn_, rank_, active_ ? &*active_ : nullptr, peer, tag, desc);
 }
 
 }  // namespace shm

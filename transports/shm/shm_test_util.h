@@ -121,6 +121,91 @@ inline ShmTransportParams make_params(int rank, int size, uint64_t comm_id, tran
   return transport_test::job_params<ShmTransportParams>(rank, size, comm_id, bootstrap);
 }
 
+// In a child of a 3-rank job: rank 2 SIGKILLs itself 250 ms in (not a multiple of the
+// 100 ms liveness periods; the time in shared[0]) while rank 0 waits on a receive from it
+// and rank 1 on a 1 MiB send it never takes; both must fail within 2 s with
+// COLLX_ERR_REMOTE containing `expected`, then stay a while (the other survivor must find
+// out by itself). 0, or 1 with a line on stderr.
+inline int survive_sigkilled_rank2(int rank, transport::Transport* t, int64_t* shared, const char* expected) {
+  if (rank == 2) {
+    ::usleep(250 * 1000);
+    shared[0] = monotonic_us();
+    ::raise(SIGKILL);
+  }
+  std::vector<uint8_t> buf(1 << 20);
+  transport::Request r;
+  if (rank == 0) {
+    SHM_CHECK(t->post_recv(&r, 2, 1, buf.data(), 4, transport::OpDesc{}).ok(), "post_recv");
+  } else {
+    SHM_CHECK(t->post_send(&r, 2, 1, buf.data(), buf.size(), transport::OpDesc{}).ok(), "post_send");
+  }
+  Status s = wait_one(t, &r, 20000);
+  const int64_t waited_ms = (monotonic_us() - shared[0]) / 1000;
+  SHM_CHECK(s.code() == COLLX_ERR_REMOTE, "%s", s.message().c_str());
+  SHM_CHECK(s.message().find(expected) != std::string::npos, "%s", s.message().c_str());
+  SHM_CHECK(waited_ms < 2000, "noticed after %lld ms", static_cast<long long>(waited_ms));
+  std::printf("rank %d: '%s' after %lld ms\n", rank, s.message().c_str(), static_cast<long long>(waited_ms));
+  ::usleep(300 * 1000);
+  return 0;
+}
+
+// In a child of a 2-rank job: each size from 0 to 1, then from 1 to 0 (tag 7), checking
+// every byte; then close. 0, or 1 with a line on stderr. Shared by the shm and ucx tests.
+inline int sizes_both_ways(int rank, transport::Transport* t, const std::vector<size_t>& sizes) {
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    for (int dir = 0; dir < 2; ++dir) {  // 0 -> 1, then 1 -> 0
+      std::vector<uint8_t> buf(sizes[i]);
+      transport::Request req;
+      const bool sender = rank == dir;
+      if (sender) {
+        fill(buf, i + dir * 100);
+        SHM_CHECK(t->post_send(&req, 1 - rank, 7, buf.data(), buf.size(), transport::OpDesc{}).ok(), "post_send");
+      } else {
+        SHM_CHECK(t->post_recv(&req, 1 - rank, 7, buf.data(), buf.size(), transport::OpDesc{}).ok(), "post_recv");
+      }
+      Status s = wait_one(t, &req);
+      SHM_CHECK(s.ok(), "size %zu: %s", sizes[i], s.message().c_str());
+      if (!sender) {
+        SHM_CHECK(first_bad(buf, i + dir * 100) == -1, "size %zu: bad byte %lld", sizes[i], first_bad(buf, i + dir * 100));
+      }
+    }
+  }
+  t->close(Deadline::after_ms(5000));
+  return 0;
+}
+
+// In a child: `rounds` rounds in which every rank sends to and receives from every other
+// (sizes[(src * 5 + dst + round) % 6] bytes, tag = round), checking every byte; then close.
+// 0, or 1 with a line on stderr. Shared by the shm and ucx process tests.
+inline int all_to_all_rounds(int rank, transport::Transport* t, int ranks, int rounds, const size_t (&sizes)[6]) {
+  for (int round = 0; round < rounds; ++round) {
+    auto size_for = [&](int src, int dst) { return sizes[(src * 5 + dst + round) % 6]; };
+    std::vector<std::vector<uint8_t>> out(ranks), in(ranks);
+    std::vector<transport::Request> sreq(ranks), rreq(ranks);
+    std::vector<transport::Request*> ptrs;
+    for (int k = 1; k < ranks; ++k) {
+      int p = (rank + k) % ranks;
+      out[p].resize(size_for(rank, p));
+      fill(out[p], rank * 100 + p + round * 10000);
+      SHM_CHECK(t->post_send(&sreq[p], p, round, out[p].data(), out[p].size(), transport::OpDesc{}).ok(), "send");
+      ptrs.push_back(&sreq[p]);
+    }
+    for (int p = 0; p < ranks; ++p) {
+      if (p == rank) continue;
+      in[p].resize(size_for(p, rank));
+      SHM_CHECK(t->post_recv(&rreq[p], p, round, in[p].data(), in[p].size(), transport::OpDesc{}).ok(), "recv");
+      ptrs.push_back(&rreq[p]);
+    }
+    Status s = t->wait_all(ptrs.data(), ptrs.size(), Deadline::after_ms(30000));
+    SHM_CHECK(s.ok(), "round %d: %s", round, s.message().c_str());
+    for (int p = 0; p < ranks; ++p) {
+      if (p != rank) SHM_CHECK(first_bad(in[p], p * 100 + rank + round * 10000) == -1, "%d -> %d", p, rank);
+    }
+  }
+  t->close(Deadline::after_ms(5000));
+  return 0;
+}
+
 // Entries of /dev/shm that belong to comm_id (any rank, any pid).
 inline std::vector<std::string> shm_leftovers(uint64_t comm_id) {
   char prefix[64];

@@ -35,11 +35,11 @@ TcpEngine::TcpEngine(const TcpTransportParams& params, Fd listener, SocketAddres
       comm_id_(params.comm_id),
       nsocks_(params.sockets_per_peer),
       stripe_min_bytes_(params.stripe_min_bytes),
-      unexpected_max_bytes_(params.unexpected_max_bytes),
       hello_timeout_ms_(params.hello_timeout_ms),
       unacked_timeout_ms_(params.liveness.unacked_timeout_ms),
       describe_fn_(params.describe),
       listen_address_(listen_address),
+      matcher_(rank_, size_, params.unexpected_max_bytes, describe_fn_, *this),
       listener_(std::move(listener)) {
   mesh_params_.rank = rank_;
   mesh_params_.size = size_;
@@ -106,29 +106,12 @@ TcpEngine::~TcpEngine() {
   }
 }
 
-Status TcpEngine::aborted_status() const {
-  return make_status(COLLX_ERR_ABORTED, "rank %d: the TCP transport was aborted", rank_);
-}
-
-Status TcpEngine::usable_locked() {
-  if (aborted_.load(std::memory_order_acquire)) {
-    poison_locked(aborted_status(), false);
-    return aborted_status();
-  }
-  if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the TCP transport is closed", rank_);
-  return poison_;
-}
-
-Status TcpEngine::check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
-  return transport::check_post_args(req, peer, size_, buf, bytes);
-}
-
 Status TcpEngine::post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
   COLLX_RETURN_IF_ERROR(check_args(req, peer, buf, bytes));
   std::lock_guard<std::mutex> lock(mu_);
   COLLX_RETURN_IF_ERROR(usable_locked());
   CompletionNotifier notifier(this);
-  if (peer == rank_) return post_send_self(req, tag, buf, bytes, desc);
+  if (peer == rank_) return matcher_.send_to_self(req, rank_, tag, buf, bytes, desc);
   Peer& p = peers_[peer];
   if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
 
@@ -174,72 +157,12 @@ Status TcpEngine::post_send(Request* req, int peer, uint64_t tag, const void* bu
   return Status::Ok();
 }
 
-// A message to this rank itself: copied at once into the matching receive or the
-// unexpected list (outside the budget: no socket to push back on).
-Status TcpEngine::post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc) {
-  Peer& p = peers_[rank_];
-  auto posted = p.posted.find(tag);
-  if (posted != p.posted.end()) {
-    Request* recv = posted->second.front();
-    Status status = check_match(rank_, tag, bytes, desc, recv->bytes, recv->desc);
-    if (!status.ok()) {
-      poison_locked(status, true);
-      return status;
-    }
-    posted->second.pop_front();
-    if (posted->second.empty()) p.posted.erase(posted);
-    if (bytes > 0) std::memcpy(recv->buffer, buf, bytes);
-    recv->transport_private = nullptr;
-    recv->complete_ok();
-    ++completions_;
-  } else {
-    InMsg* m = new_message(p, p.next_send_id++, tag, bytes, desc, nullptr);
-    if (m == nullptr) return poison_;
-    if (bytes > 0) std::memcpy(m->staging.get(), buf, bytes);
-    m->received = m->claimed = bytes;
-    m->complete = true;
-  }
-  transport::fill_posted_request(req, true, rank_, tag, buf, bytes, desc);
-  req->complete_ok();
-  return Status::Ok();
-}
-
 Status TcpEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, size_t bytes, const OpDesc& desc) {
   COLLX_RETURN_IF_ERROR(check_args(req, peer, buf, bytes));
   std::lock_guard<std::mutex> lock(mu_);
   COLLX_RETURN_IF_ERROR(usable_locked());
   CompletionNotifier notifier(this);
-  Peer& p = peers_[peer];
-  // The oldest buffered message with this (peer, tag) is this receive's.
-  auto unexpected = p.unexpected.find(tag);
-  if (unexpected != p.unexpected.end()) {
-    InMsg* m = unexpected->second.front();
-    Status status = check_match(peer, tag, m->bytes, m->desc, bytes, desc);
-    if (!status.ok()) {
-      poison_locked(status, true);
-      return status;
-    }
-    unexpected->second.pop_front();
-    if (unexpected->second.empty()) p.unexpected.erase(unexpected);
-    transport::fill_posted_request(req, false, peer, tag, buf, bytes, desc);
-    if (m->complete) {
-      if (bytes > 0) std::memcpy(buf, m->staging.get(), bytes);
-      release_staging(m);
-      p.live.erase(m->msg_id);
-      req->complete_ok();
-      ++completions_;
-    } else {
-      m->recv = req;  // copied from staging when its last byte arrives
-      req->transport_private = m;
-    }
-    return Status::Ok();
-  }
-  if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
-  transport::fill_posted_request(req, false, peer, tag, buf, bytes, desc);
-  p.posted[tag].push_back(req);
-  // An announcement waiting for budget may be this receive's message.
-  if (!p.sockets.empty() && p.sockets[0]->rx == RxState::kWaitBudget) schedule_read(*p.sockets[0]);
-  return Status::Ok();
+  return matcher_.post_recv(req, peer, tag, buf, bytes, desc, peers_[peer].departed);
 }
 
 std::string TcpEngine::wait_pending_detail(const Request& r) const {
@@ -247,13 +170,12 @@ std::string TcpEngine::wait_pending_detail(const Request& r) const {
     auto* op = static_cast<const SendOp*>(r.transport_private);
     return string_printf("%" PRIu64 " sent", op ? op->payload_sent : 0);
   }
-  auto* m = static_cast<const InMsg*>(r.transport_private);
+  auto* m = static_cast<const transport::InMessage*>(r.transport_private);
   return string_printf("%" PRIu64 " received", m ? m->received : 0);
 }
 
 Status TcpEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return waiter_.wait_all(lock, reqs, count, deadline);
+  return waiter_.wait_all(mu_, reqs, count, deadline);
 }
 
 Status TcpEngine::wait_on_aborted() {
@@ -298,53 +220,18 @@ void TcpEngine::cancel(Request* const* reqs, size_t count) {
       }
       for (auto& s : p.sockets) update_epoll(*s);
       delete op;
+      matcher_.complete(r, cancelled);
     } else {
-      auto* m = static_cast<InMsg*>(r->transport_private);
-      if (m == nullptr) {
-        transport::forget_posted(p.posted, r);
-      } else {
-        // Partly received: the rest of its payload is read and dropped, keeping the stream
-        // in step, and nothing more is written to this buffer.
-        m->recv = nullptr;
-        m->discard = true;
-        release_staging(m);
-      }
+      // Partly received: the rest of its payload is read and dropped, keeping the stream in step.
+      matcher_.cancel_recv(r, cancelled);
     }
-    r->transport_private = nullptr;
-    r->complete_error(cancelled);
-    ++completions_;
   }
 }
 
 void TcpEngine::set_active_op(const OpDesc* desc) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (desc == nullptr) {
-    active_.reset();
-    return;
-  }
-  active_ = *desc;
-  if (!poison_.ok() || closed_ || aborted_.load(std::memory_order_acquire)) return;
   CompletionNotifier notifier(this);
-  // Messages that arrived before this collective started are checked now.
-  for (Peer& p : peers_) {
-    for (auto& [tag, queue] : p.unexpected) {
-      for (InMsg* m : queue) {
-        Status status = check_active_op(p.rank, m->tag, m->desc);
-        if (!status.ok()) {
-          poison_locked(status, true);
-          return;
-        }
-      }
-    }
-    if (!p.sockets.empty() && p.sockets[0]->rx == RxState::kWaitBudget) {
-      const FrameHeader& h = p.sockets[0]->hdr;
-      Status status = check_active_op(p.rank, h.tag, h.desc);
-      if (!status.ok()) {
-        poison_locked(status, true);
-        return;
-      }
-    }
-  }
+  matcher_.set_active(desc, !closed_ && !aborted_.load(std::memory_order_acquire));
 }
 
 void TcpEngine::poison(const Status& status, bool notify_peers) {
@@ -353,11 +240,7 @@ void TcpEngine::poison(const Status& status, bool notify_peers) {
   poison_locked(status, notify_peers);
 }
 
-Status TcpEngine::health() const {
-  if (aborted_.load(std::memory_order_acquire)) return aborted_status();
-  std::lock_guard<std::mutex> lock(mu_);
-  return poison_;
-}
+Status TcpEngine::health() const { return waiter_.health(mu_); }
 
 void TcpEngine::abort() {
   aborted_.store(true);

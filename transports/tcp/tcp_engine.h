@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "transports/common/engine_overrides.h"
+#include "transports/common/matcher.h"
+#include "transports/transport_checks.h"
 #include "transports/common/wait_driver.h"
 #include "transports/tcp/socket_util.h"
 #include "transports/tcp/tcp_mesh.h"
@@ -47,30 +49,10 @@ constexpr uint64_t kTokenListener = 1;
 constexpr uint64_t kTokenSocketBase = 2;  // + peer * sockets_per_peer + index
 constexpr uint64_t kStrayTokenBit = 1ull << 62;  // | stray id
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-
 // A message being received or buffered: announced by its offset-0 fragment on socket 0.
-struct InMsg {
-  int peer = 0;
-  uint64_t msg_id = 0;
-  uint64_t tag = 0;
-  uint64_t bytes = 0;
-  OpDesc desc;
-  Request* recv = nullptr;  // the receive it belongs to (matched, or attached while unexpected)
-  std::unique_ptr<uint8_t, FreeDeleter> staging;  // unexpected: counted against the budget
-  uint64_t claimed = 0;     // payload bytes covered by fragment headers seen so far
-  uint64_t received = 0;    // payload bytes arrived so far
-  bool complete = false;
-  bool discard = false;     // its receive was cancelled: remaining payload goes nowhere
-
-  // Where payload byte 0 goes; nullptr = discard.
-  uint8_t* target() const {
-    if (discard) return nullptr;
-    if (staging) return staging.get();
-    return recv ? static_cast<uint8_t*>(recv->buffer) : nullptr;
-  }
+// Matching, staging and delivery are the matcher's (transports/common/matcher.h).
+struct InMsg : transport::InMessage {
+  uint64_t claimed = 0;  // payload bytes covered by fragment headers seen so far
 };
 
 struct SendOp;
@@ -155,9 +137,6 @@ struct Peer {
   std::vector<std::unique_ptr<Socket>> sockets;  // empty for this rank itself
   uint64_t next_send_id = 1;
   uint64_t last_announced = 0;                   // msg ids announced so far are <= this
-  std::unordered_map<uint64_t, std::unique_ptr<InMsg>> live;        // by msg id
-  std::unordered_map<uint64_t, std::deque<Request*>> posted;        // by tag, in post order
-  std::unordered_map<uint64_t, std::deque<InMsg*>> unexpected;      // by tag, in msg id order
   int goodbyes = 0;
   bool departed = false;  // sent GOODBYE on every socket
   bool closing = false;   // shut down or failed a write: read everything it sent, budget or not
@@ -172,7 +151,7 @@ struct Stray {
   size_t got = 0;
 };
 
-class TcpEngine final : public TcpTransport, private transport::WaitHooks {
+class TcpEngine final : public TcpTransport, private transport::WaitHooks, private transport::MatchHooks {
  public:
   TcpEngine(const TcpTransportParams& params, Fd listener, SocketAddress listen_address,
             const std::vector<SocketAddress>& peer_addresses, MeshSockets sockets);
@@ -190,14 +169,18 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks {
   friend class CompletionNotifier;
 
   // ---- tcp_engine.cc
-  Status usable_locked();
-  Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const;
-  Status post_send_self(Request* req, uint64_t tag, const void* buf, size_t bytes, const OpDesc& desc);
+  Status usable_locked() { return waiter_.usable(); }  // under mu_
+  Status check_args(const Request* req, int peer, const void* buf, size_t bytes) const {
+    return transport::check_post_args(req, peer, size_, buf, bytes);
+  }
   void flush_for_close(std::unique_lock<std::mutex>& lock, Deadline deadline);
   void close_sockets(std::unique_lock<std::mutex>& lock, bool orderly, Deadline deadline);
-  std::string describe(const OpDesc& desc) const;
-  Status aborted_status() const;
+  Status aborted_status() const { return waiter_.aborted_status(); }
   COLLX_WAIT_HOOKS_OVERRIDES;  // for waiter_
+  // transport::MatchHooks, for matcher_ (tcp_recv.cc).
+  void matcher_poison(const Status& status, bool notify_peers) override;
+  void matcher_resume(int peer) override;
+  void matcher_took_unexpected(transport::InMessage*) override {}  // its fragments land in staging
 
   // ---- tcp_events.cc
   void drive_once(std::unique_lock<std::mutex>& lock, Deadline deadline);
@@ -232,15 +215,8 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks {
   bool announce(Socket& s);
   void receive_payload_bytes(Socket& s, size_t n);
   void finish_frame(Socket& s);
-  void complete_message(Peer& p, InMsg* m);
-  void release_staging(InMsg* m);
   void resume_announce_waiters(Peer& p);
-  void resume_budget_waiters();
-  Status check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent_desc, size_t recv_bytes,
-                     const OpDesc& recv_desc) const;
-  Status check_active_op(int peer, uint64_t tag, const OpDesc& desc) const;
   std::string other_lost_peers(int reported) const;
-  InMsg* new_message(Peer& p, uint64_t msg_id, uint64_t tag, uint64_t bytes, const OpDesc& desc, Request* recv);
 
   // ---- tcp_send.cc
   void write_socket(Socket& s);
@@ -254,7 +230,6 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks {
   const uint64_t comm_id_;
   const int nsocks_;
   const size_t stripe_min_bytes_;
-  const size_t unexpected_max_bytes_;
   const int hello_timeout_ms_;
   const int unacked_timeout_ms_;  // 0: no unacknowledged-data check
   const transport::DescribeFn describe_fn_;
@@ -271,20 +246,20 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks {
   // Guarded by mu_.
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  // Posted and unexpected messages, budget, active op, poison, completions.
+  transport::Matcher matcher_;  // rank_, size_, the unexpected budget, describe_fn_
+  const Status& poison_ = matcher_.poison();
+  const uint64_t& completions_ = matcher_.completions();
   bool driving_ = false;     // a thread owns the driver role
   bool in_epoll_ = false;    // ... and sits in epoll_wait without the mutex
   bool wake_pending_ = false;
-  uint64_t completions_ = 0;
   // The requests the driver waits for: once they are done it stops reading (leaving the
   // rest for the next round) so its caller can post the next receive before the next
   // message is announced; otherwise back-to-back large messages would all land unexpected.
   Request* const* driver_reqs_ = nullptr;
   size_t driver_count_ = 0;
-  Status poison_;
   bool peers_notified_ = false;  // POISON frames went out (once)
   bool closed_ = false;
-  std::optional<OpDesc> active_;
-  uint64_t unexpected_bytes_ = 0;
   Fd epoll_fd_;
   Fd listener_;
   std::vector<Peer> peers_;

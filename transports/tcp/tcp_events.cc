@@ -108,7 +108,7 @@ void TcpEngine::handle_event(uint64_t token, uint32_t events) {
     Peer& p = peers_[peer];
     if (!p.closing) {
       p.closing = true;
-      resume_budget_waiters();
+      matcher_.resume_paused();
     }
     update_epoll(s);
   }
@@ -344,7 +344,7 @@ void TcpEngine::on_send_error(Socket& s, int error) {
               errno_string(error).c_str());
   if (!p.closing) {
     p.closing = true;
-    resume_budget_waiters();
+    matcher_.resume_paused();
   }
   if (s.rx == RxState::kHeader || s.rx == RxState::kPayload) schedule_read(s);
   update_epoll(s);
@@ -368,28 +368,12 @@ void TcpEngine::protocol_error(Socket& s, const std::string& why) {
 
 // Fails every pending request involving `p` with `status`. Send operations are collected
 // in *ops (to delete once no queue holds their frames); control frames are deleted.
+// Receives are the matcher's (fail_peer), which forgets the messages still arriving: a socket
+// inside one's payload lets go of it (reading stops anyway: the transport is poisoned, or the
+// peer left after its last frame; were more read, it would be dropped).
 void TcpEngine::fail_peer_requests(Peer& p, const Status& status, std::vector<SendOp*>* ops) {
-  for (auto& [tag, queue] : p.posted) {
-    for (Request* req : queue) {
-      req->transport_private = nullptr;
-      req->complete_error(status);
-      ++completions_;
-    }
-  }
-  p.posted.clear();
-  for (auto& [id, m] : p.live) {
-    if (m->recv != nullptr && !m->complete) {
-      Request* req = m->recv;
-      m->recv = nullptr;
-      req->transport_private = nullptr;
-      req->complete_error(status);
-      ++completions_;
-    }
-    if (!m->complete) {
-      m->discard = true;  // nothing may be written into anyone's memory any more
-      release_staging(m.get());
-    }
-  }
+  for (auto& s : p.sockets) s->msg = nullptr;  // only unfinished messages are a socket's
+  matcher_.fail_peer(p.rank, status);
   for (auto& s : p.sockets) {
     if (!s->sendq.empty()) {
       OutFrame* head = s->sendq.front();
@@ -409,15 +393,13 @@ void TcpEngine::fail_peer_requests(Peer& p, const Status& status, std::vector<Se
     if (op->req != nullptr && op->peer == p.rank) {
       Request* req = op->req;
       op->req = nullptr;
-      req->transport_private = nullptr;
-      req->complete_error(status);
-      ++completions_;
+      matcher_.complete(req, status);
     }
   }
 }
 
 void TcpEngine::poison_locked(const Status& status, bool notify_peers) {
-  if (!poison_.ok()) {
+  if (!matcher_.begin_poison(status)) {
     // Already failed (e.g. a peer died) and now the caller asks to tell the others: pass on
     // the first reason, so a survivor that sees this rank leave learns the root cause
     // ("rank 1 failed: lost connection to rank 3") instead of blaming this rank.
@@ -426,7 +408,6 @@ void TcpEngine::poison_locked(const Status& status, bool notify_peers) {
     }
     return;
   }
-  poison_ = status.ok() ? make_status(COLLX_ERR_INTERNAL, "transport poisoned with an OK status") : status;
   if (!closed_) {
     COLLX_INFO(NET, "rank %d: TCP transport failed: %s: %s", rank_, status_name(poison_.code()),
                poison_.message().c_str());
@@ -434,9 +415,6 @@ void TcpEngine::poison_locked(const Status& status, bool notify_peers) {
   std::vector<SendOp*> ops;
   for (Peer& p : peers_) fail_peer_requests(p, poison_, &ops);
   for (SendOp* op : ops) delete op;
-  for (Peer& p : peers_) {
-    for (auto& [id, m] : p.live) m->discard = true;
-  }
   if (notify_peers && !aborted_.load(std::memory_order_relaxed) && !closed_) send_poison_frames(poison_);
   if (in_epoll_) wake_driver();
   cv_.notify_all();

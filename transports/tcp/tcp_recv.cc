@@ -123,7 +123,7 @@ ssize_t TcpEngine::fill_rbuf(Socket& s) {
 
 uint8_t* TcpEngine::payload_target(Socket& s) {
   if (s.hdr.type == FrameType::kPoison) return reinterpret_cast<uint8_t*>(&s.text[0]) + s.pos;
-  uint8_t* base = s.msg->target();
+  uint8_t* base = s.msg != nullptr ? s.msg->target() : nullptr;
   return base != nullptr ? base + s.pos : nullptr;
 }
 
@@ -192,12 +192,11 @@ bool TcpEngine::handle_data_header(Socket& s) {
     s.rx = RxState::kWaitAnnounce;
     return false;
   }
-  auto it = p.live.find(h.msg_id);
-  if (it == p.live.end() || it->second->complete) {
+  auto* m = static_cast<InMsg*>(matcher_.find(p.rank, h.msg_id));
+  if (m == nullptr || m->complete) {
     protocol_error(s, string_printf("fragment of message %" PRIu64 ", which is not in progress", h.msg_id));
     return false;
   }
-  InMsg* m = it->second.get();
   if (m->tag != h.tag || m->bytes != h.msg_bytes || m->desc != h.desc) {
     protocol_error(s, string_printf("fragment of message %" PRIu64 " disagrees with its first fragment", h.msg_id));
     return false;
@@ -225,42 +224,22 @@ bool TcpEngine::announce(Socket& s) {
     protocol_error(s, "empty first fragment of a non-empty message");
     return false;
   }
-  Status status = check_active_op(p.rank, h.tag, h.desc);
-  if (!status.ok()) {
-    poison_locked(status, true);
+  transport::Matcher::Arrival how;
+  InMsg* m = matcher_.arrive<InMsg>(p.rank, h.msg_id, h.tag, h.msg_bytes, h.desc, true, p.closing, &how);
+  if (m == nullptr) {
+    // Budget full: never drop; stop reading from this peer (TCP pushes back on it) until a
+    // receive is posted or buffered messages are consumed (matcher_resume).
+    if (how == transport::Matcher::Arrival::kPaused) s.rx = RxState::kWaitBudget;
     return false;
   }
-  Request* recv = nullptr;
-  auto posted = p.posted.find(h.tag);
-  if (posted != p.posted.end()) {
-    recv = posted->second.front();
-    status = check_match(p.rank, h.tag, h.msg_bytes, h.desc, recv->bytes, recv->desc);
-    if (!status.ok()) {
-      poison_locked(status, true);
-      return false;
-    }
-    posted->second.pop_front();
-    if (posted->second.empty()) p.posted.erase(posted);
-  } else if (h.msg_bytes > 0 && !p.closing && unexpected_bytes_ + h.msg_bytes > unexpected_max_bytes_) {
-    // Never drop: stop reading from this peer (TCP pushes back on it) until a receive is
-    // posted or buffered messages are consumed.
-    if (s.rx != RxState::kWaitBudget) {
-      COLLX_TRACE(NET, "rank %d: unexpected-message budget full (%" PRIu64 " of %zu bytes): pausing reads from rank %d",
-                  rank_, unexpected_bytes_, unexpected_max_bytes_, p.rank);
-    }
-    s.rx = RxState::kWaitBudget;
-    return false;
-  }
-  InMsg* m = new_message(p, h.msg_id, h.tag, h.msg_bytes, h.desc, recv);
-  if (m == nullptr) return false;
   COLLX_TRACE(NET, "rank %d: message %" PRIu64 " from rank %d, %s, %" PRIu64 " bytes: %s", rank_, h.msg_id, p.rank,
-              transport::tag_text(h.tag).c_str(), h.msg_bytes, recv ? "matched" : "unexpected");
+              transport::tag_text(h.tag).c_str(), h.msg_bytes, m->recv ? "matched" : "unexpected");
   p.last_announced = h.msg_id;
   m->claimed = h.frag_bytes;
   resume_announce_waiters(p);
   if (h.msg_bytes == 0) {
     s.rx = RxState::kHeader;
-    complete_message(p, m);
+    matcher_.message_complete(m);
     return true;
   }
   s.msg = m;
@@ -268,36 +247,6 @@ bool TcpEngine::announce(Socket& s) {
   s.left = h.frag_bytes;
   s.rx = RxState::kPayload;
   return true;
-}
-
-InMsg* TcpEngine::new_message(Peer& p, uint64_t msg_id, uint64_t tag, uint64_t bytes, const OpDesc& desc,
-                              Request* recv) {
-  auto m = std::make_unique<InMsg>();
-  m->peer = p.rank;
-  m->msg_id = msg_id;
-  m->tag = tag;
-  m->bytes = bytes;
-  m->desc = desc;
-  m->recv = recv;
-  if (recv == nullptr && bytes > 0) {
-    m->staging.reset(static_cast<uint8_t*>(std::malloc(bytes)));
-    if (!m->staging) {
-      poison_locked(make_status(COLLX_ERR_NO_MEMORY, "rank %d: cannot buffer an unexpected message of %" PRIu64
-                                                     " bytes from rank %d", rank_, bytes, p.rank),
-                    true);
-      return nullptr;
-    }
-  }
-  InMsg* raw = m.get();
-  // Into the table first: if that allocation throws, nothing refers to the message yet.
-  p.live[msg_id] = std::move(m);
-  if (raw->staging) unexpected_bytes_ += bytes;
-  if (recv != nullptr) {
-    recv->transport_private = raw;
-  } else {
-    p.unexpected[tag].push_back(raw);
-  }
-  return raw;
 }
 
 void TcpEngine::finish_frame(Socket& s) {
@@ -317,34 +266,7 @@ void TcpEngine::finish_frame(Socket& s) {
   }
   InMsg* m = s.msg;
   s.msg = nullptr;
-  if (m->received == m->bytes) complete_message(p, m);
-}
-
-// Every byte of `m` arrived. Deliver it to its receive, or leave it buffered for one.
-void TcpEngine::complete_message(Peer& p, InMsg* m) {
-  m->complete = true;
-  if (m->discard) {
-    release_staging(m);
-    p.live.erase(m->msg_id);
-    return;
-  }
-  Request* recv = m->recv;
-  if (recv == nullptr) return;  // unexpected: waits in p.unexpected for its receive
-  if (m->staging) {
-    if (m->bytes > 0) std::memcpy(recv->buffer, m->staging.get(), m->bytes);
-    release_staging(m);
-  }
-  recv->transport_private = nullptr;
-  p.live.erase(m->msg_id);  // destroys m
-  recv->complete_ok();
-  ++completions_;
-}
-
-void TcpEngine::release_staging(InMsg* m) {
-  if (!m->staging) return;
-  m->staging.reset();
-  unexpected_bytes_ -= m->bytes;
-  resume_budget_waiters();
+  if (m != nullptr && m->received == m->bytes) matcher_.message_complete(m);
 }
 
 void TcpEngine::resume_announce_waiters(Peer& p) {
@@ -353,23 +275,13 @@ void TcpEngine::resume_announce_waiters(Peer& p) {
   }
 }
 
-void TcpEngine::resume_budget_waiters() {
-  for (Peer& p : peers_) {
-    if (!p.sockets.empty() && p.sockets[0]->rx == RxState::kWaitBudget) schedule_read(*p.sockets[0]);
-  }
+// An announcement on socket 0 of `peer` waits for budget: read it again.
+void TcpEngine::matcher_resume(int peer) {
+  Peer& p = peers_[peer];
+  if (!p.sockets.empty() && p.sockets[0]->rx == RxState::kWaitBudget) schedule_read(*p.sockets[0]);
 }
 
-std::string TcpEngine::describe(const OpDesc& d) const { return transport::describe_desc(describe_fn_, d); }
-
-Status TcpEngine::check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent_desc, size_t recv_bytes,
-                              const OpDesc& recv_desc) const {
-  return transport::check_message_matches(describe_fn_, rank_, peer, tag, sent_bytes, sent_desc, recv_bytes,
-                                          recv_desc);
-}
-
-Status TcpEngine::check_active_op(int peer, uint64_t tag, const OpDesc& desc) const {
-  return transport::check_against_active(describe_fn_, rank_, active_ ? &*active_ : nullptr, peer, tag, desc);
-}
+void TcpEngine::matcher_poison(const Status& status, bool notify_peers) { poison_locked(status, notify_peers); }
 
 }  // namespace tcp
 }  // namespace collx

@@ -77,10 +77,8 @@ void TcpEngine::frame_written(OutFrame* frame) {
   }
   if (--op->frames_left > 0) return;
   Request* req = op->req;
-  req->transport_private = nullptr;
   delete op;
-  req->complete_ok();
-  ++completions_;
+  matcher_.complete_ok(req);
 }
 
 void TcpEngine::queue_control_frame(Socket& s, FrameType type, uint64_t tag, const std::string& text) {

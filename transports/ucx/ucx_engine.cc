@@ -45,19 +45,6 @@ void UcxEngine::wake() {
   }
 }
 
-Status UcxEngine::aborted_status() const {
-  return make_status(COLLX_ERR_ABORTED, "rank %d: the ucx transport was aborted", rank_);
-}
-
-Status UcxEngine::usable_locked() {
-  if (aborted_.load(std::memory_order_acquire)) {
-    abort_locked();
-    return aborted_status();
-  }
-  if (closed_) return make_status(COLLX_ERR_INVALID_USAGE, "rank %d: the ucx transport is closed", rank_);
-  return poison_;
-}
-
 Status UcxEngine::post_send(Request* req, int peer, uint64_t tag, const void* buf, size_t bytes,
                             const OpDesc& desc) {
   COLLX_RETURN_IF_ERROR(transport::check_post_args(req, peer, size_, buf, bytes));
@@ -75,28 +62,10 @@ Status UcxEngine::post_recv(Request* req, int peer, uint64_t tag, void* buf, siz
   COLLX_RETURN_IF_ERROR(transport::check_post_args(req, peer, size_, buf, bytes));
   std::lock_guard<std::mutex> lock(mu_);
   COLLX_RETURN_IF_ERROR(usable_locked());
-  Peer& p = *peers_[peer];
   const uint64_t before = completions_;
-  auto unexpected = p.unexpected.find(tag);
-  if (unexpected != p.unexpected.end()) {
-    std::unique_ptr<InMsg> m = std::move(unexpected->second.front());
-    Status status = check_match(peer, tag, m->bytes, m->desc, bytes, desc);
-    if (!status.ok()) {
-      unexpected->second.front() = std::move(m);  // stays for the error report; we are poisoned
-      poison_locked(status, true);
-      return status;
-    }
-    unexpected->second.pop_front();
-    if (unexpected->second.empty()) p.unexpected.erase(unexpected);
-    transport::fill_posted_request(req, false, peer, tag, buf, bytes, desc);
-    deliver(p, std::move(m), req);
-  } else {
-    if (p.departed) return make_status(COLLX_ERR_REMOTE, "rank %d left the communicator", peer);
-    transport::fill_posted_request(req, false, peer, tag, buf, bytes, desc);
-    p.posted[tag].push_back(req);
-  }
+  Status status = matcher_.post_recv(req, peer, tag, buf, bytes, desc, peers_[peer]->departed);
   if (completions_ != before) wake();
-  return Status::Ok();
+  return status;
 }
 
 std::string UcxEngine::wait_pending_detail(const Request& r) const {
@@ -130,8 +99,7 @@ void UcxEngine::idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline)
 }
 
 Status UcxEngine::wait_all(Request* const* reqs, size_t count, Deadline deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return waiter_.wait_all(lock, reqs, count, deadline);
+  return waiter_.wait_all(mu_, reqs, count, deadline);
 }
 
 Status UcxEngine::wait_on_aborted() {
@@ -153,7 +121,6 @@ void UcxEngine::cancel(Request* const* reqs, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     Request* r = reqs[i];
     if (r == nullptr || r->done()) continue;
-    Peer& p = *peers_[r->peer];
     if (r->is_send) {
       // Its header is on the wire: the peer will expect the message, so the stream to it is
       // broken. (Poisoning below also makes UCX let go of the buffer.)
@@ -164,7 +131,8 @@ void UcxEngine::cancel(Request* const* reqs, size_t count) {
       m->recv = nullptr;  // its data receive is cancelled in UCX below
       if (m->data_req) ucp_request_cancel(worker_, m->data_req);
     } else {
-      transport::forget_posted(p.posted, r);
+      matcher_.cancel_recv(r, cancelled);  // only posted
+      continue;
     }
     r->transport_private = nullptr;
     complete_request(r, cancelled);
@@ -183,24 +151,9 @@ void UcxEngine::cancel(Request* const* reqs, size_t count) {
 
 void UcxEngine::set_active_op(const OpDesc* desc) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (desc == nullptr) {
-    active_.reset();
-    return;
-  }
-  active_ = *desc;
-  if (!poison_.ok() || closed_ || aborted_.load(std::memory_order_acquire)) return;
-  for (auto& pp : peers_) {
-    for (auto& [tag, queue] : pp->unexpected) {
-      for (auto& m : queue) {
-        Status status = transport::check_against_active(describe_fn_, rank_, &*active_, pp->rank, m->tag, m->desc);
-        if (!status.ok()) {
-          poison_locked(status, true);
-          wake();
-          return;
-        }
-      }
-    }
-  }
+  const bool was_healthy = poison_.ok();
+  matcher_.set_active(desc, !closed_ && !aborted_.load(std::memory_order_acquire));
+  if (was_healthy && !poison_.ok()) wake();
 }
 
 void UcxEngine::poison(const Status& status, bool notify_peers) {
@@ -209,11 +162,7 @@ void UcxEngine::poison(const Status& status, bool notify_peers) {
   wake();
 }
 
-Status UcxEngine::health() const {
-  if (aborted_.load(std::memory_order_acquire)) return aborted_status();
-  std::lock_guard<std::mutex> lock(mu_);
-  return poison_;
-}
+Status UcxEngine::health() const { return waiter_.health(mu_); }
 
 void UcxEngine::abort() {
   aborted_.store(true, std::memory_order_release);

@@ -28,6 +28,7 @@
 
 #include "lib/common/exception_status.h"
 #include "transports/common/engine_overrides.h"
+#include "transports/common/matcher.h"
 #include "transports/common/wait_driver.h"
 #include "transports/ucx/ucx_liveness.h"
 #include "transports/ucx/ucx_transport.h"
@@ -53,14 +54,11 @@ struct SendOp {
   Status failure;               // first UCX error of its requests
 };
 
-// A message announced by a header, waiting for its receive or being received.
-struct InMsg {
+// A message announced by a header, waiting for its receive (in the matcher: an inline
+// payload is staged there) or being received (released by the matcher into receiving_;
+// `recv` is null once cancelled / failed).
+struct InMsg : transport::InMessage {
   UcxEngine* engine = nullptr;
-  int peer = 0;
-  uint64_t msg_id = 0, tag = 0, bytes = 0;
-  OpDesc desc;
-  std::vector<uint8_t> payload;  // inline payload
-  Request* recv = nullptr;       // matched receive (null once cancelled / failed)
   void* data_req = nullptr;      // UCX receive of the DATA message into recv->buffer
 };
 
@@ -91,11 +89,9 @@ struct Peer {
   uint64_t next_send_id = 1;
   uint64_t next_recv_id = 1;
   std::map<uint64_t, Arrival> early;  // headers that overtook an earlier one
-  std::unordered_map<uint64_t, std::deque<Request*>> posted;
-  std::unordered_map<uint64_t, std::deque<std::unique_ptr<InMsg>>> unexpected;
 };
 
-class UcxEngine final : public transport::Transport, private transport::WaitHooks {
+class UcxEngine final : public transport::Transport, private transport::WaitHooks, private transport::MatchHooks {
  public:
   explicit UcxEngine(const UcxTransportParams& params);
   ~UcxEngine() override;
@@ -129,9 +125,14 @@ class UcxEngine final : public transport::Transport, private transport::WaitHook
 
  private:
   // ---- ucx_engine.cc
-  Status usable_locked();
-  Status aborted_status() const;
+  Status usable_locked() { return waiter_.usable(); }  // under mu_
+  Status aborted_status() const { return waiter_.aborted_status(); }
   COLLX_WAIT_HOOKS_OVERRIDES;  // for waiter_
+  // transport::MatchHooks, for matcher_ (ucx_progress.cc). No budget: UCX buffers unexpected
+  // data itself, so nothing pauses.
+  void matcher_poison(const Status& status, bool notify_peers) override;
+  void matcher_resume(int) override {}
+  void matcher_took_unexpected(transport::InMessage* m) override;
   void idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline);
   void wake();
   void take_driver(std::unique_lock<std::mutex>& lock);
@@ -142,7 +143,7 @@ class UcxEngine final : public transport::Transport, private transport::WaitHook
   void repost_header_slots();
   void handle_header(Peer& p, Arrival& a);
   void handle_data_header(Peer& p, const WireHeader& h, const uint8_t* payload);
-  void deliver(Peer& p, std::unique_ptr<InMsg> m, Request* recv);
+  void start_data(Peer& p, InMsg* m);
   Status send_message(Peer& p, MsgType type, Request* req, uint64_t tag, const void* buf, size_t bytes,
                       const OpDesc& desc, collx_status_t code = COLLX_OK);
   void complete_request(Request* r, Status status);
@@ -163,8 +164,6 @@ class UcxEngine final : public transport::Transport, private transport::WaitHook
   bool no_user_buffers_in_ucx();
   bool no_ucx_requests();
   bool control_sends_done();
-  Status check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent, size_t recv_bytes,
-                     const OpDesc& recv) const;
 
   const int rank_;
   const int size_;
@@ -182,17 +181,18 @@ class UcxEngine final : public transport::Transport, private transport::WaitHook
   bool driving_ = false;
   bool sleeping_ = false;  // the driver is in poll()
   bool abort_done_ = false;
-  uint64_t completions_ = 0;
-  Status poison_;
+  // Posted and unexpected messages, active op, poison, completions.
+  transport::Matcher matcher_{rank_, size_, SIZE_MAX, describe_fn_, *this};
+  const Status& poison_ = matcher_.poison();
+  const uint64_t& completions_ = matcher_.completions();
   bool closed_ = false;
-  std::optional<OpDesc> active_;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::vector<std::unique_ptr<HeaderSlot>> slots_;
   std::deque<Arrival> arrivals_;
   std::unordered_set<SendOp*> sends_;   // owned
   std::unordered_set<InMsg*> receiving_;  // owned: data receives in UCX's hands
   std::vector<void*> closing_;            // endpoint close requests
-  InMsg* posting_ = nullptr;              // its data receive is being posted (see deliver)
+  InMsg* posting_ = nullptr;              // its data receive is being posted (see start_data)
   int64_t last_liveness_us_ = 0;
   Status deferred_poison_;
   bool deferred_notify_ = false;

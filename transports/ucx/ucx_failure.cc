@@ -62,10 +62,7 @@ void UcxEngine::peer_departed(Peer& p) {
 }
 
 void UcxEngine::fail_peer_requests(Peer& p, const Status& status) {
-  for (auto& [tag, queue] : p.posted) {
-    for (Request* r : queue) complete_request(r, status);
-  }
-  p.posted.clear();
+  matcher_.fail_peer(p.rank, status);
   for (SendOp* op : sends_) {
     if (op->peer == p.rank && op->req) {
       op->req->transport_private = nullptr;
@@ -92,36 +89,27 @@ void UcxEngine::force_close(Peer& p) {
 // ---- poison
 
 void UcxEngine::poison_locked(const Status& status, bool notify_peers, bool release) {
-  if (!poison_.ok()) return;
-  poison_ = status;
-  COLLX_INFO(NET, "rank %d: ucx transport poisoned: %s", rank_, status.message().c_str());
+  if (!matcher_.begin_poison(status)) return;  // fails posted receives
+  COLLX_INFO(NET, "rank %d: ucx transport poisoned: %s", rank_, poison_.message().c_str());
   if (notify_peers) {
-    const std::string text = status.message().substr(0, kMaxPoisonText);
+    const std::string text = poison_.message().substr(0, kMaxPoisonText);
     for (auto& p : peers_) {
       if (p->rank == rank_ || p->ep_failed || p->departed) continue;
-      send_message(*p, MsgType::kPoison, nullptr, 0, text.data(), text.size(), OpDesc{}, status.cause_code()).ignore();
+      send_message(*p, MsgType::kPoison, nullptr, 0, text.data(), text.size(), OpDesc{}, poison_.cause_code()).ignore();
     }
     // Best effort, but a rank that poisons itself may never wait again: give the
     // notifications a short moment to leave (connection setup included).
     if (release) drain(kNotifyBudgetMs, &UcxEngine::control_sends_done);
   }
-  for (auto& p : peers_) {
-    for (auto& [tag, queue] : p->posted) {
-      for (Request* r : queue) complete_request(r, status);
-    }
-    p->posted.clear();
-  }
   for (SendOp* op : sends_) {
     if (op->req) {
-      op->req->transport_private = nullptr;
-      complete_request(op->req, status);
+      complete_request(op->req, poison_);
       op->req = nullptr;
     }
   }
-  for (InMsg* m : receiving_) {
+  for (InMsg* m : receiving_) {  // released by the matcher: ours to fail
     if (m->recv) {
-      m->recv->transport_private = nullptr;
-      complete_request(m->recv, status);
+      complete_request(m->recv, poison_);
       m->recv = nullptr;
     }
   }

@@ -21,24 +21,7 @@ namespace {
 void sizes_both_ways(bool peer_errors) {
   const std::vector<size_t> sizes = {0, 1, 8192, 8193, (1u << 20) + 3, 64u << 20};
   auto codes = run_proc_job(2, [&](int rank, transport::Transport* t, int64_t*) -> int {
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      for (int dir = 0; dir < 2; ++dir) {
-        std::vector<uint8_t> buf(sizes[i]);
-        Request req;
-        const bool sender = rank == dir;
-        if (sender) {
-          fill(buf, i + dir * 100);
-          SHM_CHECK(t->post_send(&req, 1 - rank, 7, buf.data(), buf.size(), OpDesc{}).ok(), "post_send");
-        } else {
-          SHM_CHECK(t->post_recv(&req, 1 - rank, 7, buf.data(), buf.size(), OpDesc{}).ok(), "post_recv");
-        }
-        Status s = wait_one(t, &req);
-        SHM_CHECK(s.ok(), "size %zu: %s", sizes[i], s.message().c_str());
-        if (!sender) SHM_CHECK(first_bad(buf, i + dir * 100) == -1, "size %zu: bad content", sizes[i]);
-      }
-    }
-    t->close(Deadline::after_ms(5000));
-    return 0;
+    return shm_test::sizes_both_ways(rank, t, sizes);
   }, peer_errors);
   EXPECT_EQ(codes, (std::vector<int>{0, 0}));
 }
@@ -51,26 +34,7 @@ TEST(UcxProcesses, SizesBothWaysSharedMemory) { sizes_both_ways(false); }
 // endpoints have no peer error handling).
 void sigkilled_peer(bool peer_errors) {
   auto codes = run_proc_job(3, [&](int rank, transport::Transport* t, int64_t* shared) -> int {
-    if (rank == 2) {
-      ::usleep(250 * 1000);
-      shared[0] = monotonic_us();
-      ::raise(SIGKILL);
-    }
-    std::vector<uint8_t> buf(1 << 20);
-    Request r;
-    if (rank == 0) {
-      SHM_CHECK(t->post_recv(&r, 2, 1, buf.data(), 4, OpDesc{}).ok(), "post_recv");
-    } else {
-      SHM_CHECK(t->post_send(&r, 2, 1, buf.data(), buf.size(), OpDesc{}).ok(), "post_send");
-    }
-    Status s = wait_one(t, &r, 20000);
-    const int64_t waited_ms = (monotonic_us() - shared[0]) / 1000;
-    SHM_CHECK(s.code() == COLLX_ERR_REMOTE, "%s", s.message().c_str());
-    SHM_CHECK(s.message().find("rank 2") != std::string::npos, "%s", s.message().c_str());
-    SHM_CHECK(waited_ms < 2000, "noticed after %lld ms", static_cast<long long>(waited_ms));
-    std::printf("rank %d: '%s' after %lld ms\n", rank, s.message().c_str(), static_cast<long long>(waited_ms));
-    ::usleep(300 * 1000);  // stay: the other survivor must find out by itself
-    return 0;
+    return shm_test::survive_sigkilled_rank2(rank, t, shared, "rank 2");
   }, peer_errors);
   EXPECT_EQ(codes, (std::vector<int>{0, 0, -SIGKILL}));
 }
@@ -82,35 +46,8 @@ TEST(UcxProcesses, SigkilledPeerReportedWithinTwoSecondsSharedMemory) { sigkille
 TEST(UcxProcesses, AllToAll8Processes) {
   constexpr int kRanks = 8, kRounds = 3;
   auto codes = run_proc_job(kRanks, [](int rank, transport::Transport* t, int64_t*) -> int {
-    for (int round = 0; round < kRounds; ++round) {
-      auto size_for = [&](int src, int dst) {
-        static const size_t s[] = {0, 9, 8192, 8193, 65537, 1u << 20};
-        return s[(src * 5 + dst + round) % 6];
-      };
-      std::vector<std::vector<uint8_t>> out(kRanks), in(kRanks);
-      std::vector<Request> sreq(kRanks), rreq(kRanks);
-      std::vector<Request*> ptrs;
-      for (int k = 1; k < kRanks; ++k) {
-        int p = (rank + k) % kRanks;
-        out[p].resize(size_for(rank, p));
-        fill(out[p], rank * 100 + p + round * 10000);
-        SHM_CHECK(t->post_send(&sreq[p], p, round, out[p].data(), out[p].size(), OpDesc{}).ok(), "send");
-        ptrs.push_back(&sreq[p]);
-      }
-      for (int p = 0; p < kRanks; ++p) {
-        if (p == rank) continue;
-        in[p].resize(size_for(p, rank));
-        SHM_CHECK(t->post_recv(&rreq[p], p, round, in[p].data(), in[p].size(), OpDesc{}).ok(), "recv");
-        ptrs.push_back(&rreq[p]);
-      }
-      Status s = t->wait_all(ptrs.data(), ptrs.size(), Deadline::after_ms(30000));
-      SHM_CHECK(s.ok(), "round %d: %s", round, s.message().c_str());
-      for (int p = 0; p < kRanks; ++p) {
-        if (p != rank) SHM_CHECK(first_bad(in[p], p * 100 + rank + round * 10000) == -1, "%d -> %d", p, rank);
-      }
-    }
-    t->close(Deadline::after_ms(5000));
-    return 0;
+    static const size_t sizes[] = {0, 9, 8192, 8193, 65537, 1u << 20};  // inline and large
+    return shm_test::all_to_all_rounds(rank, t, kRanks, kRounds, sizes);
   });
   EXPECT_EQ(codes, std::vector<int>(kRanks, 0));
 }

@@ -140,13 +140,7 @@ void UcxEngine::finish_send(SendOp* op) {
 }
 
 void UcxEngine::complete_request(Request* r, Status status) {
-  if (r->done()) return;
-  if (status.ok()) {
-    r->complete_ok();
-  } else {
-    r->complete_error(std::move(status));
-  }
-  ++completions_;
+  if (!r->done()) matcher_.complete(r, status);
 }
 
 // ---- receiving headers
@@ -266,49 +260,32 @@ void UcxEngine::handle_header(Peer& p, Arrival& a) {
 }
 
 void UcxEngine::handle_data_header(Peer& p, const WireHeader& h, const uint8_t* payload) {
-  auto m = std::make_unique<InMsg>();
+  // An inline payload is staged while unexpected (no budget: UCX has no way to push back).
+  const bool inline_payload = is_inline(h.bytes);
+  transport::Matcher::Arrival how;
+  InMsg* m = matcher_.arrive<InMsg>(p.rank, h.msg_id, h.tag, h.bytes, h.desc, inline_payload, true, &how);
+  if (m == nullptr) return;  // poisoned
   m->engine = this;
-  m->peer = p.rank;
-  m->msg_id = h.msg_id;
-  m->tag = h.tag;
-  m->bytes = h.bytes;
-  m->desc = h.desc;
-  if (h.inline_bytes > 0) m->payload.assign(payload, payload + h.inline_bytes);
-  Status status = transport::check_against_active(describe_fn_, rank_, active_ ? &*active_ : nullptr, p.rank,
-                                                   h.tag, h.desc);
-  if (!status.ok()) {
-    poison_locked(status, true);
+  if (!inline_payload) {
+    m->fetchable = true;  // its DATA message waits in UCX, also after the sender left
+    if (m->recv != nullptr) start_data(p, m);  // else it waits for its receive (matcher_took_unexpected)
     return;
   }
-  auto posted = p.posted.find(h.tag);
-  if (posted == p.posted.end()) {
-    p.unexpected[h.tag].push_back(std::move(m));
-    return;
-  }
-  Request* recv = posted->second.front();
-  posted->second.pop_front();
-  if (posted->second.empty()) p.posted.erase(posted);
-  status = check_match(p.rank, h.tag, h.bytes, h.desc, recv->bytes, recv->desc);
-  if (!status.ok()) {
-    complete_request(recv, status);
-    poison_locked(status, true);
-    return;
-  }
-  deliver(p, std::move(m), recv);
+  uint8_t* dst = m->target();
+  if (dst != nullptr && h.inline_bytes > 0) std::memcpy(dst, payload, h.inline_bytes);
+  m->received = h.bytes;
+  matcher_.message_complete(m);
 }
 
-// The receive `recv` matched message `m` (checks passed): copy the inline payload, or post
-// the UCX receive of its DATA message straight into the user's buffer.
-void UcxEngine::deliver(Peer& p, std::unique_ptr<InMsg> m, Request* recv) {
-  if (is_inline(m->bytes)) {
-    if (m->bytes > 0) std::memcpy(recv->buffer, m->payload.data(), m->bytes);
-    recv->transport_private = nullptr;
-    complete_request(recv, Status::Ok());
-    return;
-  }
-  InMsg* raw = m.release();
-  raw->recv = recv;
-  recv->transport_private = raw;
+void UcxEngine::matcher_took_unexpected(transport::InMessage* m) { start_data(*peers_[m->peer], static_cast<InMsg*>(m)); }
+
+void UcxEngine::matcher_poison(const Status& status, bool notify_peers) { poison_locked(status, notify_peers); }
+
+// A receive matched large message `m` (checks passed): post the UCX receive of its DATA
+// message straight into the user's buffer. From here the engine owns `m` (receiving_).
+void UcxEngine::start_data(Peer& p, InMsg* m) {
+  Request* recv = m->recv;
+  InMsg* raw = static_cast<InMsg*>(matcher_.release(m).release());
   receiving_.insert(raw);
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -363,11 +340,6 @@ void UcxEngine::finish_data(InMsg* m, ucs_status_t status, size_t length) {
     }
   }
   delete m;
-}
-
-Status UcxEngine::check_match(int peer, uint64_t tag, uint64_t sent_bytes, const OpDesc& sent, size_t recv_bytes,
-                              const OpDesc& recv) const {
-  return transport::check_message_matches(describe_fn_, rank_, peer, tag, sent_bytes, sent, recv_bytes, recv);
 }
 
 // ---- one driver round
