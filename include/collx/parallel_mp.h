@@ -77,6 +77,8 @@ COLLX_API const char* collx_scaler_last_error(collx_scaler_t scaler);
 
 /* *found = 1 when one of the n float32 values is inf or NaN, else 0. When inv_scale is
  * not 1, the values are also multiplied by it (unscaled) in place, in the same pass.
+ * Device values (collx/parallel_device.h): found may be device memory (queued on the
+ * current parallel stream, nothing waits) or host memory (the call waits for the result).
  * Local; the buffer is the caller's. */
 COLLX_API collx_status_t collx_found_nonfinite(float* values, size_t n, float inv_scale,
                                                int32_t* found);
@@ -96,7 +98,10 @@ COLLX_API collx_status_t collx_flag_any(int32_t* flag, collx_comm_t comm);
  *    TP rank and count only when tp_rank == 0 (pass 0 without tensor parallelism);
  *    tensors flagged COLLX_TENSOR_SHARED count only when count_shared = 1 (tied weights:
  *    pass 1 on the one stage that owns the copy).
- * Local; reads `buffer` (float32, collx_layout_total elements). */
+ * Local; reads `buffer` (float32, collx_layout_total elements). A device buffer
+ * (collx/parallel_device.h) is summed on the device: sumsq in device memory is queued
+ * only, in host memory the call waits; a GPU sums in another order than the host (relative
+ * difference below 1e-12, docs/cuda.md). */
 COLLX_API collx_status_t collx_norm_sq_local(collx_layout_t layout, const float* buffer,
                                              int32_t owner_rank, int32_t tp_rank,
                                              int32_t count_shared, double* sumsq);

@@ -1,0 +1,120 @@
+// Device buffers in the handle-less parallel calls: the current stream and the device
+// layer's operations on it (device_buffers.h).
+#include "parallel/device_buffers.h"
+
+#include "lib/cuda/device.h"
+
+namespace collx {
+namespace parallel {
+namespace {
+
+void*& thread_stream() {
+  static thread_local void* stream = nullptr;
+  return stream;
+}
+
+// Host waits on a stream end by this deadline (a stuck device is an error, not a hang).
+constexpr int64_t kStreamWaitMs = 10 * 60 * 1000;
+
+collx_status_t device_fail(const char* fn, const Status& s) {
+  if (s.ok()) return COLLX_OK;
+  return free_fail(s.code(), std::string(fn) + ": " + s.message());
+}
+
+cuda::CopyKind copy_kind(Dir dir) {
+  switch (dir) {
+    case Dir::kDeviceToHost: return cuda::CopyKind::kDeviceToHost;
+    case Dir::kHostToDevice: return cuda::CopyKind::kHostToDevice;
+    default: return cuda::CopyKind::kDeviceToDevice;
+  }
+}
+
+}  // namespace
+
+void* current_stream() { return thread_stream(); }
+
+collx_opts_t stream_opts() {
+  collx_opts_t o;
+  collx_opts_init(&o, sizeof o);
+  o.stream = current_stream();
+  return o;
+}
+
+bool is_device(const void* p) { return p && cuda::pointer_kind(p) == COLLX_MEM_CUDA; }
+
+collx_status_t buffers_on_device(const char* fn, std::initializer_list<const void*> buffers, bool* device) {
+  int host = 0, dev = 0;
+  for (const void* p : buffers) {
+    if (!p) continue;
+    (is_device(p) ? dev : host)++;
+  }
+  if (host && dev)
+    return free_fail(COLLX_ERR_INVALID_ARG, std::string(fn) + ": " + std::to_string(dev) + " device and " +
+                                                std::to_string(host) +
+                                                " host buffers; the buffers of one call must be of one kind");
+  *device = dev > 0;
+  return COLLX_OK;
+}
+
+collx_status_t dev_copy(const char* fn, void* dst, const void* src, size_t bytes, Dir dir) {
+  return device_fail(fn, cuda::copy_async(dst, src, bytes, copy_kind(dir), current_stream()));
+}
+
+collx_status_t dev_copy2d(const char* fn, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                          size_t rows) {
+  return device_fail(fn, cuda::copy2d_async(dst, dpitch, src, spitch, width, rows, cuda::CopyKind::kDeviceToDevice,
+                                            current_stream()));
+}
+
+collx_status_t dev_zero(const char* fn, void* dst, size_t bytes) {
+  return device_fail(fn, cuda::memset_async(dst, 0, bytes, current_stream()));
+}
+
+collx_status_t dev_sum_squares(const char* fn, const float* src, size_t n, double* dev_out) {
+  return device_fail(fn, cuda::sum_squares(src, COLLX_FLOAT32, n, dev_out, current_stream()));
+}
+
+collx_status_t dev_nonfinite_unscale(const char* fn, float* values, size_t n, float inv_scale, int32_t* dev_flag) {
+  return device_fail(fn, cuda::nonfinite_unscale(values, COLLX_FLOAT32, n, inv_scale, dev_flag, current_stream()));
+}
+
+collx_status_t dev_wait(const char* fn) {
+  return device_fail(fn, cuda::stream_wait(current_stream(), Deadline::after_ms(kStreamWaitMs), nullptr, fn));
+}
+
+Scratch::~Scratch() {
+  if (!ptr_) return;
+  if (!cuda::stream_wait(current_stream(), Deadline::after_ms(kStreamWaitMs), nullptr, "parallel scratch").ok())
+    return;  // leaked: queued work may still use it
+  if (kind_ == kDevice)
+    cuda::device_free(ptr_);
+  else
+    cuda::host_free_pinned(ptr_);
+}
+
+collx_status_t Scratch::alloc(const char* fn, size_t bytes) {
+  void* p = nullptr;
+  Status s = kind_ == kDevice ? cuda::device_alloc(bytes, &p) : cuda::host_alloc_pinned(bytes, &p);
+  if (!s.ok()) return device_fail(fn, s);
+  ptr_ = static_cast<char*>(p);
+  return COLLX_OK;
+}
+
+}  // namespace parallel
+}  // namespace collx
+
+extern "C" {
+
+COLLX_API collx_status_t collx_parallel_set_stream(void* stream) {
+  collx::parallel::thread_stream() = stream;
+  return COLLX_OK;
+}
+
+COLLX_API collx_status_t collx_parallel_get_stream(void** stream) {
+  if (!stream)
+    return collx::parallel::free_fail(COLLX_ERR_INVALID_ARG, "collx_parallel_get_stream: stream is NULL");
+  *stream = collx::parallel::thread_stream();
+  return COLLX_OK;
+}
+
+}  // extern "C"

@@ -1,0 +1,59 @@
+// Device buffers in the handle-less parallel calls (include/collx/parallel_device.h): the
+// thread's current stream, the memory kind of a call's buffers, and the device layer's
+// operations (lib/cuda/device.h) on the current stream with their errors turned into a
+// status and the thread's message (free_fail), so the callers keep to collx's C types.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "parallel/free_calls.h"
+
+namespace collx {
+namespace parallel {
+
+// The calling thread's current parallel stream (NULL: the legacy default stream).
+void* current_stream();
+// Options of a collective on the current stream (memory kind detected).
+collx_opts_t stream_opts();
+
+// *device = whether the call's buffers are device memory (NULL entries are ignored). A call
+// mixing host and device buffers is COLLX_ERR_INVALID_ARG naming `fn`.
+collx_status_t buffers_on_device(const char* fn, std::initializer_list<const void*> buffers, bool* device);
+// Whether one pointer is device memory.
+bool is_device(const void* p);
+
+// Queued on the current stream; the failure message is "fn: <device layer's message>".
+enum class Dir { kDeviceToDevice, kDeviceToHost, kHostToDevice };
+collx_status_t dev_copy(const char* fn, void* dst, const void* src, size_t bytes, Dir dir);
+collx_status_t dev_copy2d(const char* fn, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                          size_t rows);
+collx_status_t dev_zero(const char* fn, void* dst, size_t bytes);
+// *dev_out += sum of squares of n float32 values (device double).
+collx_status_t dev_sum_squares(const char* fn, const float* src, size_t n, double* dev_out);
+// *dev_flag = 1 when a value is not finite; values *= inv_scale.
+collx_status_t dev_nonfinite_unscale(const char* fn, float* values, size_t n, float inv_scale, int32_t* dev_flag);
+// Waits on the host for the work queued so far on the current stream.
+collx_status_t dev_wait(const char* fn);
+
+// Scratch memory of one call, on the device or pinned on the host. Released at scope exit
+// after waiting for the current stream (work queued on it may still use the memory; when
+// the wait fails, the memory is leaked rather than freed under running work).
+class Scratch {
+ public:
+  enum Kind { kDevice, kPinnedHost };
+  explicit Scratch(Kind kind) : kind_(kind) {}
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  collx_status_t alloc(const char* fn, size_t bytes);
+  char* get() const { return ptr_; }
+
+ private:
+  Kind kind_;
+  char* ptr_ = nullptr;
+};
+
+}  // namespace parallel
+}  // namespace collx
