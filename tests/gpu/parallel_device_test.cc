@@ -1,7 +1,7 @@
 // The handle-less parallel ops (tp/sp ops, vocab-parallel cross-entropy, overflow flag and
 // norm, pipeline exchange, context-parallel ring) on device buffers, checked bit for bit
-// against the same call on host buffers through the same communicator, for float32 and
-// bfloat16 where the op takes a datatype, on 2 and 3 thread ranks over the staged and CUDA
+// against the same call on host buffers through the same communicator, for float32,
+// bfloat16 and float16 where the op takes a datatype, on 2 and 3 thread ranks over the staged and CUDA
 // IPC routes. Each rank queues its work on its own created stream (collx_parallel_set_stream),
 // which the emulated tier runs with random delays per operation.
 #include <gtest/gtest.h>
@@ -30,7 +30,7 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 using Op = std::function<collx_status_t(const std::vector<void*>& p)>;
 
-const collx_datatype_t kTypes[] = {COLLX_FLOAT32, COLLX_BFLOAT16};
+const collx_datatype_t kTypes[] = {COLLX_FLOAT32, COLLX_BFLOAT16, COLLX_FLOAT16};
 const DeviceRoute kRoutes[] = {kStagedRoute, kIpcRoute};
 
 // A created stream set as the thread's parallel stream for the scope.
@@ -59,7 +59,7 @@ Bytes bytes_of(const std::vector<T>& v) {
 }
 
 // count elements of dt that differ along the buffer and between ranks (a misplaced block
-// shows), small integers whose sums over a few ranks are exact in bfloat16.
+// shows), small integers whose sums over a few ranks are exact in every datatype used.
 Bytes data(collx_datatype_t dt, size_t count, int rank, unsigned salt) {
   Bytes out(count * datatype_size(dt));
   for (size_t i = 0; i < count; ++i) {
@@ -67,7 +67,7 @@ Bytes data(collx_datatype_t dt, size_t count, int rank, unsigned salt) {
     if (dt == COLLX_FLOAT32) {
       std::memcpy(out.data() + i * 4, &v, 4);
     } else {
-      const uint16_t h = float_to_bfloat16(v);
+      const uint16_t h = dt == COLLX_BFLOAT16 ? float_to_bfloat16(v) : float_to_half(v);
       std::memcpy(out.data() + i * 2, &h, 2);
     }
   }
