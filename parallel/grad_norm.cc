@@ -110,10 +110,10 @@ extern "C" {
 COLLX_API collx_status_t collx_found_nonfinite(float* values, size_t n, float inv_scale, int32_t* found) {
   if (!found || (!values && n)) return COLLX_ERR_INVALID_ARG;
   namespace p = collx::parallel;
-  if (n && p::is_device(values))
+  // Device values or a device flag: the device path (host values with a device flag are
+  // refused there, naming values).
+  if (p::is_device(values) || p::is_device(found))
     return p::free_call("collx_found_nonfinite", [&] { return p::found_nonfinite_device(values, n, inv_scale, found); });
-  if (p::is_device(found))
-    return p::free_fail(COLLX_ERR_INVALID_ARG, "collx_found_nonfinite: found is device memory but values are not");
   int32_t bad = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!std::isfinite(values[i])) bad = 1;

@@ -314,6 +314,14 @@ TEST(ParallelDevice, MixedHostAndDeviceBuffersAreRefused) {
         << collx_parallel_last_error();
     int32_t* dflag = reinterpret_cast<int32_t*>(dev.get());
     EXPECT_EQ(collx_found_nonfinite(host.data(), 8, 1.0f, dflag), COLLX_ERR_INVALID_ARG);
+    EXPECT_NE(std::string(collx_parallel_last_error()).find("values"), std::string::npos)
+        << collx_parallel_last_error();
+    // No values: the device flag is cleared (queued on the stream).
+    const int32_t one = 1;
+    ASSERT_TRUE(cuda::copy(dflag, &one, 4, cuda::CopyKind::kHostToDevice).ok());
+    EXPECT_EQ(collx_found_nonfinite(nullptr, 0, 1.0f, dflag), COLLX_OK) << collx_parallel_last_error();
+    ASSERT_TRUE(stream.wait());
+    EXPECT_EQ(dev.read(0, 4), Bytes(4, 0));
   });
 }
 
