@@ -2,6 +2,8 @@
 // layer's operations on it (device_buffers.h).
 #include "parallel/device_buffers.h"
 
+#include <functional>
+
 #include "lib/cuda/device.h"
 
 namespace collx {
@@ -98,6 +100,79 @@ collx_status_t Scratch::alloc(const char* fn, size_t bytes) {
   if (!s.ok()) return device_fail(fn, s);
   ptr_ = static_cast<char*>(p);
   return COLLX_OK;
+}
+
+namespace {
+
+// The thread's workspace block, its device and the event recorded after its last use.
+struct ThreadBlock {
+  char* ptr = nullptr;
+  size_t bytes = 0;
+  int device = -1;
+  void* event = nullptr;
+  bool used = false;  // the event has been recorded
+  void release() {
+    if (ptr) cuda::device_free(ptr);  // waits for the device's work, as cudaFree does
+    if (event) cuda::event_destroy(event);
+    ptr = nullptr;
+    event = nullptr;
+    bytes = 0;
+    device = -1;
+    used = false;
+  }
+  ~ThreadBlock() { release(); }
+};
+
+ThreadBlock& thread_block() {
+  static thread_local ThreadBlock block;
+  return block;
+}
+
+// Runs fn with `device` current, restoring the thread's device after.
+Status on_device(int device, const std::function<Status()>& fn) {
+  int current = 0;
+  COLLX_RETURN_IF_ERROR(cuda::current_device(&current));
+  if (current == device) return fn();
+  COLLX_RETURN_IF_ERROR(cuda::set_device(device));
+  Status st = fn();
+  Status back = cuda::set_device(current);
+  return st.ok() ? back : st;
+}
+
+}  // namespace
+
+collx_status_t Workspace::acquire(const char* fn, const void* near, size_t bytes, char** out) {
+  ThreadBlock& b = thread_block();
+  int device = 0;
+  collx_status_t st = device_fail(fn, cuda::pointer_device(near, &device));
+  if (st != COLLX_OK) return st;
+  if (b.device != device) b.release();  // another device: start over there
+  if (b.bytes < bytes) {
+    if (b.ptr) cuda::device_free(b.ptr);  // waits for the device: the old block's uses are over
+    b.ptr = nullptr;
+    b.bytes = 0;
+    st = device_fail(fn, on_device(device, [&] {
+      if (!b.event) COLLX_RETURN_IF_ERROR(cuda::event_create(&b.event));
+      void* p = nullptr;
+      COLLX_RETURN_IF_ERROR(cuda::device_alloc(bytes, &p));
+      b.ptr = static_cast<char*>(p);
+      return Status::Ok();
+    }));
+    if (st != COLLX_OK) return st;
+    b.bytes = bytes;
+    b.device = device;
+  }
+  // After the last use, on whatever stream it ran (no host wait).
+  if (b.used) st = device_fail(fn, cuda::stream_wait_event(current_stream(), b.event));
+  *out = b.ptr;
+  return st;
+}
+
+collx_status_t Workspace::done(const char* fn) {
+  ThreadBlock& b = thread_block();
+  collx_status_t st = device_fail(fn, cuda::event_record(b.event, current_stream()));
+  b.used = st == COLLX_OK;
+  return st;
 }
 
 }  // namespace parallel

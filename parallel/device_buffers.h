@@ -55,5 +55,19 @@ class Scratch {
   char* ptr_ = nullptr;
 };
 
+// Device memory this thread's calls reuse (tp_gather_last, tp_finalize_grads), so a call
+// neither allocates nor waits on the host: one block per thread, on the device of the call's
+// buffers, grown when too small (the old block is freed: cudaFree waits for the device) and
+// freed when the thread exits. Each use is ordered after the previous one by an event, so
+// switching streams needs no host wait either. One use at a time per thread.
+class Workspace {
+ public:
+  // *out = at least `bytes` of device memory on the device owning `near`, for work queued on
+  // the current stream until done() is called.
+  collx_status_t acquire(const char* fn, const void* near, size_t bytes, char** out);
+  // The work using it is queued: later uses wait for it on their stream.
+  collx_status_t done(const char* fn);
+};
+
 }  // namespace parallel
 }  // namespace collx

@@ -1,7 +1,8 @@
 // Tensor- and sequence-parallel data movement: Megatron's f/g all-reduce, last-dimension
 // split and gather, dim-0 split, gather and reduce-scatter, and the SP norm-gradient
 // all-reduce. On device buffers (parallel_device.h) the same steps are queued on the
-// thread's current parallel stream: copies become device copies, temporaries device scratch.
+// thread's current parallel stream: copies become device copies, temporaries the thread's
+// device workspace.
 #include <algorithm>
 #include <vector>
 
@@ -41,20 +42,23 @@ collx_status_t last_split(const void* in, void* out, size_t rows, size_t cols, c
   return COLLX_OK;
 }
 
-// The device form of last_gather: one strided copy per rank's block, from device scratch.
+// The device form of last_gather: one strided copy per rank's block, from the thread's
+// device workspace (no allocation, no host wait).
 collx_status_t last_gather_device(const void* in, void* out, size_t rows, size_t block, size_t n, collx_datatype_t dt,
                                   collx_comm_t comm, const GroupShape& g) {
   const char* fn = "collx_tp_gather_last";
-  Scratch tmp(Scratch::kDevice);
-  collx_status_t st = tmp.alloc(fn, rows * block * g.size);
+  Workspace ws;
+  char* tmp = nullptr;
+  collx_status_t st = ws.acquire(fn, out, rows * block * g.size, &tmp);
   if (st != COLLX_OK) return st;
   const collx_opts_t o = stream_opts();
-  st = collx_allgather(in, tmp.get(), n, dt, comm, &o);
-  if (st != COLLX_OK) return comm_fail(comm, st, fn);
+  st = collx_allgather(in, tmp, n, dt, comm, &o);
+  if (st != COLLX_OK) st = comm_fail(comm, st, fn);
   for (size_t r = 0; r < g.size && st == COLLX_OK; ++r)
-    st = dev_copy2d(fn, static_cast<char*>(out) + r * block, g.size * block, tmp.get() + r * rows * block, block,
-                    block, rows);
-  return st;
+    st = dev_copy2d(fn, static_cast<char*>(out) + r * block, g.size * block, tmp + r * rows * block, block, block,
+                    rows);
+  const collx_status_t d = ws.done(fn);
+  return st != COLLX_OK ? st : d;
 }
 
 // All-gather into [t][rows][cols_local], then interleave the blocks into rows.
@@ -109,17 +113,18 @@ collx_status_t first_reduce_scatter(const void* in, void* out, size_t rows, size
   return st == COLLX_OK ? st : comm_fail(comm, st, "collx_sp_reduce_scatter_first");
 }
 
-// finalize on a device buffer: packed in device scratch by device copies.
+// finalize on a device buffer: packed in the thread's device workspace by device copies.
 collx_status_t finalize_device(collx_layout_t l, float* buffer, collx_comm_t comm) {
   const char* fn = "collx_tp_finalize_grads";
   size_t total = 0;
   for (const auto& t : l->tensors)
     if (t.flags & COLLX_TENSOR_SP_NORM) total += t.numel;
   if (!total) return COLLX_OK;
-  Scratch packed(Scratch::kDevice);
-  collx_status_t st = packed.alloc(fn, total * sizeof(float));
+  Workspace ws;
+  char* packed = nullptr;
+  collx_status_t st = ws.acquire(fn, buffer, total * sizeof(float), &packed);
   auto each_tensor = [&](bool pack) {
-    float* p = reinterpret_cast<float*>(packed.get());
+    float* p = reinterpret_cast<float*>(packed);
     for (const auto& t : l->tensors) {
       if (!(t.flags & COLLX_TENSOR_SP_NORM) || st != COLLX_OK) continue;
       st = pack ? dev_copy(fn, p, buffer + t.offset, t.numel * sizeof(float), Dir::kDeviceToDevice)
@@ -127,13 +132,16 @@ collx_status_t finalize_device(collx_layout_t l, float* buffer, collx_comm_t com
       p += t.numel;
     }
   };
-  each_tensor(true);
   if (st != COLLX_OK) return st;
+  each_tensor(true);
   const collx_opts_t o = stream_opts();
-  st = collx_allreduce(packed.get(), packed.get(), total, COLLX_FLOAT32, COLLX_SUM, comm, &o);
-  if (st != COLLX_OK) return comm_fail(comm, st, fn);
+  if (st == COLLX_OK) {
+    st = collx_allreduce(packed, packed, total, COLLX_FLOAT32, COLLX_SUM, comm, &o);
+    if (st != COLLX_OK) st = comm_fail(comm, st, fn);
+  }
   each_tensor(false);
-  return st;
+  const collx_status_t d = ws.done(fn);
+  return st != COLLX_OK ? st : d;
 }
 
 // Packs the SP_NORM gradients, one SUM all-reduce over TP, unpacks.

@@ -150,6 +150,24 @@ TEST(ParallelDevice, TensorAndSequenceOpsMatchHostBuffers) {
   });
 }
 
+// tp_gather_last reuses one device workspace per thread: it grows with the calls, and a
+// call on another stream (the last one destroyed meanwhile) is ordered after the last use.
+TEST(ParallelDevice, GatherLastWorkspaceFollowsSizesAndStreams) {
+  ThreadRanks world(2, 60000, kStagedRoute.transports);
+  ASSERT_TRUE(world.ok()) << world.error();
+  world.run([](int rank, collx_comm_t comm) {
+    for (size_t rows : {2, 9, 4, 33, 1}) {
+      RankStream stream;  // a new stream each time
+      ASSERT_TRUE(stream.ok());
+      const Bytes x = data(COLLX_BFLOAT16, rows * 3, rank, static_cast<unsigned>(rows));
+      expect_same_on_device("tp_gather_last rows " + std::to_string(rows), {x, Bytes(x.size() * 2)}, stream,
+                            [&](const std::vector<void*>& p) {
+                              return collx_tp_gather_last(p[0], p[1], rows, 3, COLLX_BFLOAT16, comm);
+                            });
+    }
+  });
+}
+
 TEST(ParallelDevice, FinalizeGradsReducesOnlySpNormTensorsOnTheDevice) {
   on_worlds([](int rank, collx_comm_t comm, const RankStream& stream, const DeviceRoute& route, int t) {
     collx_layout_t l = make_layout(1, {10, 7, 5, 3}, 0, COLLX_PART_FLAT,
