@@ -80,6 +80,30 @@ collx_status_t dev_nonfinite_unscale(const char* fn, float* values, size_t n, fl
   return device_fail(fn, cuda::nonfinite_unscale(values, COLLX_FLOAT32, n, inv_scale, dev_flag, current_stream()));
 }
 
+collx_status_t dev_ce_row_max(const char* fn, const float* logits, size_t n, size_t v_local, float* row_max) {
+  return device_fail(fn, cuda::ce_row_max(logits, n, v_local, row_max, current_stream()));
+}
+
+collx_status_t dev_ce_target_sum_exp(const char* fn, const float* logits, const int64_t* targets, size_t n,
+                                     size_t v_local, int64_t vocab_start, const float* row_max, float* target_logit,
+                                     float* sum_exp) {
+  return device_fail(fn, cuda::ce_target_sum_exp(logits, targets, n, v_local, vocab_start, row_max, target_logit,
+                                                 sum_exp, current_stream()));
+}
+
+collx_status_t dev_ce_loss_softmax(const char* fn, const float* logits, size_t n, size_t v_local,
+                                   const float* row_max, const float* target_logit, const float* sum_exp, float* loss,
+                                   float* softmax) {
+  return device_fail(fn, cuda::ce_loss_softmax(logits, n, v_local, row_max, target_logit, sum_exp, loss, softmax,
+                                               current_stream()));
+}
+
+collx_status_t dev_ce_backward(const char* fn, const float* softmax, const int64_t* targets, const float* dloss,
+                               size_t n, size_t v_local, int64_t vocab_start, float* dlogits) {
+  return device_fail(fn, cuda::ce_backward(softmax, targets, dloss, n, v_local, vocab_start, dlogits,
+                                           current_stream()));
+}
+
 collx_status_t dev_wait(const char* fn) {
   return device_fail(fn, cuda::stream_wait(current_stream(), Deadline::after_ms(kStreamWaitMs), nullptr, fn));
 }

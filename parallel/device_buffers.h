@@ -34,6 +34,16 @@ collx_status_t dev_zero(const char* fn, void* dst, size_t bytes);
 collx_status_t dev_sum_squares(const char* fn, const float* src, size_t n, double* dev_out);
 // *dev_flag = 1 when a value is not finite; values *= inv_scale.
 collx_status_t dev_nonfinite_unscale(const char* fn, float* values, size_t n, float inv_scale, int32_t* dev_flag);
+// The vocab-parallel cross-entropy steps of lib/cuda/device.h (same arguments).
+collx_status_t dev_ce_row_max(const char* fn, const float* logits, size_t n, size_t v_local, float* row_max);
+collx_status_t dev_ce_target_sum_exp(const char* fn, const float* logits, const int64_t* targets, size_t n,
+                                     size_t v_local, int64_t vocab_start, const float* row_max, float* target_logit,
+                                     float* sum_exp);
+collx_status_t dev_ce_loss_softmax(const char* fn, const float* logits, size_t n, size_t v_local,
+                                   const float* row_max, const float* target_logit, const float* sum_exp, float* loss,
+                                   float* softmax);
+collx_status_t dev_ce_backward(const char* fn, const float* softmax, const int64_t* targets, const float* dloss,
+                               size_t n, size_t v_local, int64_t vocab_start, float* dlogits);
 // Waits on the host for the work queued so far on the current stream.
 collx_status_t dev_wait(const char* fn);
 

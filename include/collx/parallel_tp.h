@@ -74,8 +74,10 @@ COLLX_API collx_status_t collx_tp_vocab_ce_fwd(const float* logits, const int64_
                                                size_t v_local, int64_t vocab_start, int64_t vocab,
                                                float* loss, float* softmax, collx_comm_t tp_comm);
 /* dlogits[i][j] = (softmax[i][j] - [vocab_start + j == targets[i]]) * dloss[i]. Local.
- * Both calls take device buffers too (all of one kind, targets included): staged through
- * pinned host memory, the host waits for the copies (docs/cuda.md). */
+ * Both calls take device buffers too (all of one kind, targets included): device kernels on
+ * the thread's parallel stream; the forward waits on the host only for a copy of the
+ * targets (checked before any communication). A GPU's exp/log differ from the host's by a
+ * few ulp (docs/cuda.md). */
 COLLX_API collx_status_t collx_tp_vocab_ce_bwd(const float* softmax, const int64_t* targets, const float* dloss,
                                                size_t n, size_t v_local, int64_t vocab_start, float* dlogits);
 

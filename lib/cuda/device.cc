@@ -442,6 +442,16 @@ Status sgd_step(float*, float*, float*, size_t, const OptimizerStep&, void*, col
   return no_cuda();
 }
 Status copy2d_async(void*, size_t, const void*, size_t, size_t, size_t, CopyKind, void*) { return no_cuda(); }
+Status ce_row_max(const float*, size_t, size_t, float*, void*) { return no_cuda(); }
+Status ce_target_sum_exp(const float*, const int64_t*, size_t, size_t, int64_t, const float*, float*, float*, void*) {
+  return no_cuda();
+}
+Status ce_loss_softmax(const float*, size_t, size_t, const float*, const float*, const float*, float*, float*, void*) {
+  return no_cuda();
+}
+Status ce_backward(const float*, const int64_t*, const float*, size_t, size_t, int64_t, float*, void*) {
+  return no_cuda();
+}
 Status ipc_get_handle(const void*, IpcHandle*, uintptr_t*, size_t*) { return no_cuda(); }
 Status ipc_open(const IpcHandle&, void** base) {
   *base = nullptr;

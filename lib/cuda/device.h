@@ -159,6 +159,26 @@ Status sgd_step(float* master, float* grad, float* momentum_buf, size_t n, const
 Status copy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows,
                     CopyKind kind, void* stream);
 
+// Vocab-parallel cross-entropy on the device (parallel/tp_vocab_ce.cc's steps between its
+// all-reduces): float32 logits [n x v_local] row-major, this rank's vocabulary columns
+// [vocab_start, vocab_start + v_local), int64 targets, every buffer device memory; one thread
+// per row for the row reductions (columns in order, as the host loop), so the emulator gives
+// the host's bits; a GPU's expf/logf differ from the host's by a few ulp. n == 0 queues
+// nothing; v_local == 0 allows NULL logits/softmax/dlogits.
+// row_max[i] = max over j of logits[i][j] (-inf when v_local == 0).
+Status ce_row_max(const float* logits, size_t n, size_t v_local, float* row_max, void* stream);
+// target_logit[i] = logits[i][targets[i] - vocab_start] - row_max[i] when this rank holds the
+// target, else 0; sum_exp[i] = sum over j of exp(logits[i][j] - row_max[i]).
+Status ce_target_sum_exp(const float* logits, const int64_t* targets, size_t n, size_t v_local, int64_t vocab_start,
+                         const float* row_max, float* target_logit, float* sum_exp, void* stream);
+// loss[i] = log(sum_exp[i]) - target_logit[i]; when softmax is not NULL,
+// softmax[i][j] = exp(logits[i][j] - row_max[i]) / sum_exp[i].
+Status ce_loss_softmax(const float* logits, size_t n, size_t v_local, const float* row_max, const float* target_logit,
+                       const float* sum_exp, float* loss, float* softmax, void* stream);
+// dlogits[i][j] = (softmax[i][j] - [vocab_start + j == targets[i]]) * dloss[i].
+Status ce_backward(const float* softmax, const int64_t* targets, const float* dloss, size_t n, size_t v_local,
+                   int64_t vocab_start, float* dlogits, void* stream);
+
 // Multiprocessor count of the current device (grid sizing, benchmarks).
 int multiprocessor_count();
 

@@ -107,6 +107,38 @@ Status sgd_step(float* master, float* grad, float* momentum_buf, size_t n, const
   COLLX_RETURN_IF_ERROR(check_sgd_step(master, grad, momentum_buf, n, s, param_out, param_dtype));
   return COLLX_CUDA_BACKEND(sgd_step, master, grad, momentum_buf, n, s, param_out, param_dtype, stream);
 }
+Status ce_row_max(const float* logits, size_t n, size_t v_local, float* row_max, void* stream) {
+  if (n == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(check_ce("ce_row_max", n, v_local, {{"logits", logits, 4, true}, {"row_max", row_max, 4, false}}));
+  return COLLX_CUDA_BACKEND(ce_row_max, logits, n, v_local, row_max, stream);
+}
+Status ce_target_sum_exp(const float* logits, const int64_t* targets, size_t n, size_t v_local, int64_t vocab_start,
+                         const float* row_max, float* target_logit, float* sum_exp, void* stream) {
+  if (n == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(check_ce("ce_target_sum_exp", n, v_local,
+                                 {{"logits", logits, 4, true}, {"targets", targets, 8, false},
+                                  {"row_max", row_max, 4, false}, {"target_logit", target_logit, 4, false},
+                                  {"sum_exp", sum_exp, 4, false}}));
+  return COLLX_CUDA_BACKEND(ce_target_sum_exp, logits, targets, n, v_local, vocab_start, row_max, target_logit,
+                            sum_exp, stream);
+}
+Status ce_loss_softmax(const float* logits, size_t n, size_t v_local, const float* row_max, const float* target_logit,
+                       const float* sum_exp, float* loss, float* softmax, void* stream) {
+  if (n == 0) return Status::Ok();
+  const CeArg l{"logits", logits, 4, true}, m{"row_max", row_max, 4, false}, t{"target_logit", target_logit, 4, false},
+      e{"sum_exp", sum_exp, 4, false}, o{"loss", loss, 4, false}, sm{"softmax", softmax, 4, true};
+  COLLX_RETURN_IF_ERROR(softmax ? check_ce("ce_loss_softmax", n, v_local, {l, m, t, e, o, sm})
+                                : check_ce("ce_loss_softmax", n, v_local, {l, m, t, e, o}));
+  return COLLX_CUDA_BACKEND(ce_loss_softmax, logits, n, v_local, row_max, target_logit, sum_exp, loss, softmax, stream);
+}
+Status ce_backward(const float* softmax, const int64_t* targets, const float* dloss, size_t n, size_t v_local,
+                   int64_t vocab_start, float* dlogits, void* stream) {
+  if (n == 0 || v_local == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(check_ce("ce_backward", n, v_local,
+                                 {{"softmax", softmax, 4, true}, {"targets", targets, 8, false},
+                                  {"dloss", dloss, 4, false}, {"dlogits", dlogits, 4, true}}));
+  return COLLX_CUDA_BACKEND(ce_backward, softmax, targets, dloss, n, v_local, vocab_start, dlogits, stream);
+}
 Status copy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows,
                     CopyKind kind, void* stream) {
   if (rows == 0 || width == 0) return Status::Ok();

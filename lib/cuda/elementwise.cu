@@ -1,6 +1,7 @@
 // Element-wise CUDA kernels of device.h (cast_scale, accumulate, sum_squares,
-// nonfinite_unscale, adamw_step, sgd_step): grid-stride loops over FLOAT32 / BFLOAT16 /
-// FLOAT16 elements with the arithmetic of elementwise_math.h (shared with the emulator).
+// nonfinite_unscale, adamw_step, sgd_step, the vocab-parallel cross-entropy steps):
+// grid-stride loops over FLOAT32 / BFLOAT16 / FLOAT16 elements with the arithmetic of
+// elementwise_math.h (shared with the emulator).
 // Arguments were checked by dispatch.cc (device memory, datatypes, no overlap, n > 0).
 #include "lib/cuda/backends.h"
 #include "lib/cuda/elementwise_math.h"
@@ -97,6 +98,43 @@ __global__ void __launch_bounds__(kThreads) sgd_kernel(float* master, float* gra
     master[i] = p;
     if (zero_grad) grad[i] = 0.0f;
     if (param_out) param_out[i] = Num<P>::out(p);
+  }
+}
+
+// Vocab-parallel cross-entropy: one thread per row for the row reductions (columns in
+// order, the host loop's order), one per element for the softmax and the gradient.
+__global__ void __launch_bounds__(kThreads) ce_row_max_kernel(const float* logits, size_t n, size_t v, float* row_max) {
+  COLLX_GRID_STRIDE(i, n) row_max[i] = math::row_max(logits + i * v, v);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    ce_target_sum_exp_kernel(const float* logits, const int64_t* targets, size_t n, size_t v, int64_t start,
+                             const float* row_max, float* target_logit, float* sum_exp) {
+  COLLX_GRID_STRIDE(i, n) {
+    const int64_t local = targets[i] - start;
+    const bool mine = local >= 0 && local < static_cast<int64_t>(v);
+    target_logit[i] = mine ? math::sub(logits[i * v + static_cast<size_t>(local)], row_max[i]) : 0.0f;
+    sum_exp[i] = math::row_sum_exp(logits + i * v, v, row_max[i]);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) ce_loss_kernel(const float* target_logit, const float* sum_exp, size_t n,
+                                                           float* loss) {
+  COLLX_GRID_STRIDE(i, n) loss[i] = math::ce_loss(sum_exp[i], target_logit[i]);
+}
+
+__global__ void __launch_bounds__(kThreads) ce_softmax_kernel(const float* logits, size_t n, size_t v,
+                                                              const float* row_max, const float* sum_exp,
+                                                              float* softmax) {
+  COLLX_GRID_STRIDE(k, n * v) softmax[k] = math::ce_softmax(logits[k], row_max[k / v], sum_exp[k / v]);
+}
+
+__global__ void __launch_bounds__(kThreads) ce_backward_kernel(const float* softmax, const int64_t* targets,
+                                                               const float* dloss, size_t n, size_t v, int64_t start,
+                                                               float* dlogits) {
+  COLLX_GRID_STRIDE(k, n * v) {
+    const size_t i = k / v, j = k % v;
+    dlogits[k] = math::ce_grad(softmax[k], start + static_cast<int64_t>(j) == targets[i], dloss[i]);
   }
 }
 
@@ -206,6 +244,36 @@ Status sgd_step(float* master, float* grad, float* momentum_buf, size_t n, const
                                                             static_cast<P*>(param_out));
     return launched("the sgd_step kernel");
   });
+}
+
+Status ce_row_max(const float* logits, size_t n, size_t v_local, float* row_max, void* stream) {
+  kernels::ce_row_max_kernel<<<grid_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, n, v_local,
+                                                                                             row_max);
+  return launched("the ce_row_max kernel");
+}
+
+Status ce_target_sum_exp(const float* logits, const int64_t* targets, size_t n, size_t v_local, int64_t vocab_start,
+                         const float* row_max, float* target_logit, float* sum_exp, void* stream) {
+  kernels::ce_target_sum_exp_kernel<<<grid_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      logits, targets, n, v_local, vocab_start, row_max, target_logit, sum_exp);
+  return launched("the ce_target_sum_exp kernel");
+}
+
+Status ce_loss_softmax(const float* logits, size_t n, size_t v_local, const float* row_max, const float* target_logit,
+                       const float* sum_exp, float* loss, float* softmax, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  kernels::ce_loss_kernel<<<grid_for(n), kThreads, 0, s>>>(target_logit, sum_exp, n, loss);
+  COLLX_RETURN_IF_ERROR(launched("the ce_loss kernel"));
+  if (!softmax || v_local == 0) return Status::Ok();
+  kernels::ce_softmax_kernel<<<grid_for(n * v_local), kThreads, 0, s>>>(logits, n, v_local, row_max, sum_exp, softmax);
+  return launched("the ce_softmax kernel");
+}
+
+Status ce_backward(const float* softmax, const int64_t* targets, const float* dloss, size_t n, size_t v_local,
+                   int64_t vocab_start, float* dlogits, void* stream) {
+  kernels::ce_backward_kernel<<<grid_for(n * v_local), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      softmax, targets, dloss, n, v_local, vocab_start, dlogits);
+  return launched("the ce_backward kernel");
 }
 
 }  // namespace native

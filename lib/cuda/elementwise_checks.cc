@@ -12,9 +12,9 @@ namespace {
 
 // One buffer argument of an operation: its name, address and extent in bytes.
 struct Arg {
-  const char* name;
-  const void* ptr;
-  size_t bytes;
+  const char* name = nullptr;
+  const void* ptr = nullptr;
+  size_t bytes = 0;
 };
 
 Status check_dtype(const char* fn, const char* what, collx_datatype_t dt) {
@@ -29,19 +29,22 @@ bool overlap(const Arg& a, const Arg& b) {
 }
 
 // Each argument is device memory; no two overlap (exact aliases are checked by the caller).
-Status check_buffers(const char* fn, std::initializer_list<Arg> args) {
-  for (const Arg& a : args) {
-    if (!a.ptr) return make_status(COLLX_ERR_INVALID_ARG, "%s: %s is NULL", fn, a.name);
-    if (pointer_kind(a.ptr) != COLLX_MEM_CUDA) {
-      return make_status(COLLX_ERR_INVALID_ARG, "%s: %s (%p) is not device memory", fn, a.name, a.ptr);
+Status check_buffers(const char* fn, const Arg* args, size_t count) {
+  for (const Arg* a = args; a != args + count; ++a) {
+    if (!a->ptr) return make_status(COLLX_ERR_INVALID_ARG, "%s: %s is NULL", fn, a->name);
+    if (pointer_kind(a->ptr) != COLLX_MEM_CUDA) {
+      return make_status(COLLX_ERR_INVALID_ARG, "%s: %s (%p) is not device memory", fn, a->name, a->ptr);
     }
   }
-  for (auto i = args.begin(); i != args.end(); ++i) {
-    for (auto j = i + 1; j != args.end(); ++j) {
+  for (const Arg* i = args; i != args + count; ++i) {
+    for (const Arg* j = i + 1; j != args + count; ++j) {
       if (overlap(*i, *j)) return make_status(COLLX_ERR_INVALID_ARG, "%s: %s overlaps %s", fn, i->name, j->name);
     }
   }
   return Status::Ok();
+}
+Status check_buffers(const char* fn, std::initializer_list<Arg> args) {
+  return check_buffers(fn, args.begin(), args.size());
 }
 
 Status check_step(const char* fn, const OptimizerStep& s) {
@@ -101,6 +104,18 @@ Status check_sgd_step(float* master, float* grad, float* momentum_buf, size_t n,
     return s.momentum != 0 ? check_buffers(fn, {m, g, b, p}) : check_buffers(fn, {m, g, p});
   }
   return s.momentum != 0 ? check_buffers(fn, {m, g, b}) : check_buffers(fn, {m, g});
+}
+
+Status check_ce(const char* what, size_t n, size_t v_local, std::initializer_list<CeArg> args) {
+  // At most 6 buffers per step (ce_loss_softmax).
+  Arg buffers[6];
+  size_t k = 0;
+  for (const CeArg& a : args) {
+    if (a.per_column && v_local == 0) continue;
+    if (k == 6) return make_status(COLLX_ERR_INTERNAL, "%s: too many buffers", what);
+    buffers[k++] = Arg{a.name, a.ptr, n * (a.per_column ? v_local : 1) * a.element};
+  }
+  return check_buffers(what, buffers, k);
 }
 
 Status check_copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows) {

@@ -3,10 +3,21 @@
 // and the emulator then assume valid arguments).
 #pragma once
 
+#include <initializer_list>
+
 #include "lib/cuda/device.h"
 
 namespace collx {
 namespace cuda {
+
+// One buffer of a cross-entropy step: name, address, bytes; `per_column` buffers are
+// [n x v_local] (absent when v_local == 0), the others [n].
+struct CeArg {
+  const char* name;
+  const void* ptr;
+  size_t element;
+  bool per_column;
+};
 
 Status check_cast_scale(void* dst, collx_datatype_t dst_dtype, const void* src, collx_datatype_t src_dtype, size_t n);
 Status check_accumulate(float* dst, const void* src, collx_datatype_t src_dtype, size_t n);
@@ -16,6 +27,9 @@ Status check_adamw_step(float* master, float* grad, float* exp_avg, float* exp_a
                         const OptimizerStep& s, void* param_out, collx_datatype_t param_dtype);
 Status check_sgd_step(float* master, float* grad, float* momentum_buf, size_t n, const OptimizerStep& s,
                       void* param_out, collx_datatype_t param_dtype);
+// The vocab-parallel cross-entropy steps: `what` names the call, each buffer with its
+// element count (logits-shaped ones only when v_local > 0).
+Status check_ce(const char* what, size_t n, size_t v_local, std::initializer_list<CeArg> args);
 Status check_copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows);
 
 }  // namespace cuda

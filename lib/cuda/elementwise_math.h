@@ -42,12 +42,33 @@ COLLX_HD double square_add(double acc, float x) {
   return COLLX_DEVICE_OR_HOST(__dadd_rn(acc, __dmul_rn(d, d)), acc + d * d);
 }
 COLLX_HD bool finite(float x) { return COLLX_DEVICE_OR_HOST(isfinite(x), std::isfinite(x)); }
+// expf and logf: correctly rounded nowhere; the GPU's and glibc's differ by a few ulp.
+COLLX_HD float exp_f(float x) { return COLLX_DEVICE_OR_HOST(expf(x), std::exp(x)); }
+COLLX_HD float log_f(float x) { return COLLX_DEVICE_OR_HOST(logf(x), std::log(x)); }
 
 // x * s, skipping the multiply when s == 1 (the host loops skip it too: a NaN keeps its bits).
 COLLX_HD float scaled(float x, float s) { return s == 1.0f ? x : mul(x, s); }
 
 // accumulate: dst + scale * x.
 COLLX_HD float accumulated(float dst, float x, float scale) { return add(dst, scaled(x, scale)); }
+
+// Vocab-parallel cross-entropy (parallel/tp_vocab_ce.cc), one row of [n x v_local] logits.
+// The running maximum as std::max(m, x) keeps it (x replaces m only when m < x).
+COLLX_HD float row_max(const float* row, size_t v_local) {
+  float m = -INFINITY;
+  for (size_t j = 0; j < v_local; ++j) m = m < row[j] ? row[j] : m;
+  return m;
+}
+COLLX_HD float row_sum_exp(const float* row, size_t v_local, float max) {
+  float s = 0.0f;
+  for (size_t j = 0; j < v_local; ++j) s = add(s, exp_f(sub(row[j], max)));
+  return s;
+}
+COLLX_HD float ce_loss(float sum_exp, float target_logit) { return sub(log_f(sum_exp), target_logit); }
+COLLX_HD float ce_softmax(float logit, float max, float sum_exp) { return div(exp_f(sub(logit, max)), sum_exp); }
+COLLX_HD float ce_grad(float softmax, bool is_target, float dloss) {
+  return mul(sub(softmax, is_target ? 1.0f : 0.0f), dloss);
+}
 
 // AdamW (torch.optim.AdamW; parallel/zero_step.cc adamw()) with its per-step constants.
 struct AdamW {

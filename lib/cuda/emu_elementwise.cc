@@ -161,6 +161,84 @@ Status sgd_step(float* master, float* grad, float* momentum_buf, size_t n, const
   });
 }
 
+namespace {
+
+// A [n x v_local] buffer of a cross-entropy step (nothing to resolve when v_local == 0).
+Status resolve_rows(const void* p, size_t n, size_t v_local, const char* what, Resolved* out) {
+  return v_local ? resolve(p, n * v_local * 4, what, out) : Status::Ok();
+}
+
+const float* row_of(const Resolved& r, size_t i, size_t v_local) { return floats(r) + i * v_local; }
+const int64_t* int64s(const Resolved& r) { return reinterpret_cast<const int64_t*>(r.alias); }
+
+}  // namespace
+
+Status ce_row_max(const float* logits, size_t n, size_t v_local, float* row_max, void* stream) {
+  Resolved l, m;
+  COLLX_RETURN_IF_ERROR(resolve_rows(logits, n, v_local, "ce_row_max (logits)", &l));
+  COLLX_RETURN_IF_ERROR(resolve(row_max, n * 4, "ce_row_max (row_max)", &m));
+  return enqueue(stream, "ce_row_max", [l, m, n, v_local] {
+    for (size_t i = 0; i < n; ++i) floats(m)[i] = math::row_max(row_of(l, i, v_local), v_local);
+    return Status::Ok();
+  });
+}
+
+Status ce_target_sum_exp(const float* logits, const int64_t* targets, size_t n, size_t v_local, int64_t vocab_start,
+                         const float* row_max, float* target_logit, float* sum_exp, void* stream) {
+  Resolved l, t, m, tl, se;
+  COLLX_RETURN_IF_ERROR(resolve_rows(logits, n, v_local, "ce_target_sum_exp (logits)", &l));
+  COLLX_RETURN_IF_ERROR(resolve(targets, n * 8, "ce_target_sum_exp (targets)", &t));
+  COLLX_RETURN_IF_ERROR(resolve(row_max, n * 4, "ce_target_sum_exp (row_max)", &m));
+  COLLX_RETURN_IF_ERROR(resolve(target_logit, n * 4, "ce_target_sum_exp (target_logit)", &tl));
+  COLLX_RETURN_IF_ERROR(resolve(sum_exp, n * 4, "ce_target_sum_exp (sum_exp)", &se));
+  return enqueue(stream, "ce_target_sum_exp", [l, t, m, tl, se, n, v_local, vocab_start] {
+    for (size_t i = 0; i < n; ++i) {
+      const float max = floats(m)[i];
+      const int64_t local = int64s(t)[i] - vocab_start;
+      const bool mine = local >= 0 && local < static_cast<int64_t>(v_local);
+      floats(tl)[i] = mine ? math::sub(row_of(l, i, v_local)[local], max) : 0.0f;
+      floats(se)[i] = v_local ? math::row_sum_exp(row_of(l, i, v_local), v_local, max) : 0.0f;
+    }
+    return Status::Ok();
+  });
+}
+
+Status ce_loss_softmax(const float* logits, size_t n, size_t v_local, const float* row_max, const float* target_logit,
+                       const float* sum_exp, float* loss, float* softmax, void* stream) {
+  Resolved l, m, tl, se, o, sm;
+  COLLX_RETURN_IF_ERROR(resolve_rows(logits, n, v_local, "ce_loss_softmax (logits)", &l));
+  COLLX_RETURN_IF_ERROR(resolve(row_max, n * 4, "ce_loss_softmax (row_max)", &m));
+  COLLX_RETURN_IF_ERROR(resolve(target_logit, n * 4, "ce_loss_softmax (target_logit)", &tl));
+  COLLX_RETURN_IF_ERROR(resolve(sum_exp, n * 4, "ce_loss_softmax (sum_exp)", &se));
+  COLLX_RETURN_IF_ERROR(resolve(loss, n * 4, "ce_loss_softmax (loss)", &o));
+  if (softmax) COLLX_RETURN_IF_ERROR(resolve_rows(softmax, n, v_local, "ce_loss_softmax (softmax)", &sm));
+  return enqueue(stream, "ce_loss_softmax", [l, m, tl, se, o, sm, n, v_local] {
+    for (size_t i = 0; i < n; ++i) {
+      floats(o)[i] = math::ce_loss(floats(se)[i], floats(tl)[i]);
+      if (!sm.alias) continue;
+      for (size_t j = 0; j < v_local; ++j)
+        floats(sm)[i * v_local + j] = math::ce_softmax(row_of(l, i, v_local)[j], floats(m)[i], floats(se)[i]);
+    }
+    return Status::Ok();
+  });
+}
+
+Status ce_backward(const float* softmax, const int64_t* targets, const float* dloss, size_t n, size_t v_local,
+                   int64_t vocab_start, float* dlogits, void* stream) {
+  Resolved sm, t, d, g;
+  COLLX_RETURN_IF_ERROR(resolve_rows(softmax, n, v_local, "ce_backward (softmax)", &sm));
+  COLLX_RETURN_IF_ERROR(resolve(targets, n * 8, "ce_backward (targets)", &t));
+  COLLX_RETURN_IF_ERROR(resolve(dloss, n * 4, "ce_backward (dloss)", &d));
+  COLLX_RETURN_IF_ERROR(resolve_rows(dlogits, n, v_local, "ce_backward (dlogits)", &g));
+  return enqueue(stream, "ce_backward", [sm, t, d, g, n, v_local, vocab_start] {
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < v_local; ++j)
+        floats(g)[i * v_local + j] = math::ce_grad(floats(sm)[i * v_local + j],
+                                                   vocab_start + static_cast<int64_t>(j) == int64s(t)[i], floats(d)[i]);
+    return Status::Ok();
+  });
+}
+
 }  // namespace emu
 }  // namespace cuda
 }  // namespace collx

@@ -6,6 +6,7 @@
 // random delays per queued operation) and the argument errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -340,6 +341,80 @@ TEST(DeviceElementwise, OptimizerStepWithoutParamOutLeavesOnlyTheState) {
   EXPECT_EQ(dp.read(0, n * 4), as_bytes(h.p));
 }
 
+// A status COLLX_ERR_INVALID_ARG whose message names `word`.
+void expect_invalid(const Status& s, const char* word) {
+  EXPECT_EQ(s.code(), COLLX_ERR_INVALID_ARG) << s.message();
+  EXPECT_NE(s.message().find(word), std::string::npos) << s.message() << " (should name " << word << ")";
+}
+
+// A float32 device result against the host's: the same bits on the emulated device, within a
+// few ulp on a GPU (expf/logf differ there).
+void expect_floats(const std::vector<uint8_t>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size() * 4) << what;
+  const std::vector<float> g = as_floats(got);
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (cuda::emulated()) {
+      ASSERT_EQ(g[i], want[i]) << what << " element " << i;
+    } else {
+      ASSERT_NEAR(g[i], want[i], 1e-5f * std::fabs(want[i]) + 1e-30f) << what << " element " << i;
+    }
+  }
+}
+
+// The cross-entropy steps of parallel/tp_vocab_ce.cc (one rank: no all-reduces between).
+TEST(DeviceElementwise, CrossEntropyStepsMatchTheHostLoops) {
+  Stream stream;
+  for (size_t v : {size_t{0}, size_t{1}, size_t{1001}}) {
+    const size_t n = 37;
+    const int64_t start = 100;
+    const std::string what = "v_local " + std::to_string(v);
+    std::vector<float> logits = as_floats(random_values(COLLX_FLOAT32, n * v, 61, -6, 6));
+    std::vector<int64_t> targets(n);
+    for (size_t i = 0; i < n; ++i) targets[i] = start - 3 + static_cast<int64_t>((i * 37) % (v + 6));  // some not ours
+    std::vector<float> dloss = as_floats(random_values(COLLX_FLOAT32, n, 67, 0, 2));
+    std::vector<float> max(n, -INFINITY), tl(n, 0.0f), se(n, 0.0f), loss(n), sm(n * v), dl(n * v);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < v; ++j) max[i] = std::max(max[i], logits[i * v + j]);
+      const int64_t local = targets[i] - start;
+      if (local >= 0 && local < static_cast<int64_t>(v)) tl[i] = logits[i * v + static_cast<size_t>(local)] - max[i];
+      for (size_t j = 0; j < v; ++j) se[i] += std::exp(logits[i * v + j] - max[i]);
+      loss[i] = std::log(se[i]) - tl[i];
+      for (size_t j = 0; j < v; ++j) sm[i * v + j] = std::exp(logits[i * v + j] - max[i]) / se[i];
+      for (size_t j = 0; j < v; ++j)
+        dl[i * v + j] = (sm[i * v + j] - (start + static_cast<int64_t>(j) == targets[i] ? 1.0f : 0.0f)) * dloss[i];
+    }
+    DeviceBuffer dlog(n * v * 4 + 4, logits.data()), dtar(n * 8, targets.data()), dmax(n * 4), dtl(n * 4), dse(n * 4),
+        dloss_out(n * 4), dsm(n * v * 4 + 4), ddl(n * v * 4 + 4), ddloss(n * 4, dloss.data());
+    auto f = [](const DeviceBuffer& b) { return reinterpret_cast<float*>(b.get()); };
+    const auto* t = reinterpret_cast<const int64_t*>(dtar.get());
+    ASSERT_TRUE(cuda::ce_row_max(f(dlog), n, v, f(dmax), stream.get()).ok()) << what;
+    ASSERT_TRUE(cuda::ce_target_sum_exp(f(dlog), t, n, v, start, f(dmax), f(dtl), f(dse), stream.get()).ok()) << what;
+    ASSERT_TRUE(
+        cuda::ce_loss_softmax(f(dlog), n, v, f(dmax), f(dtl), f(dse), f(dloss_out), f(dsm), stream.get()).ok())
+        << what;
+    // The backward from the host's softmax, so a GPU's rounding of the forward does not carry.
+    ASSERT_TRUE(cuda::copy(dsm.get(), sm.data(), sm.size() * 4, cuda::CopyKind::kHostToDevice).ok() || sm.empty());
+    ASSERT_TRUE(stream.wait());
+    ASSERT_TRUE(cuda::ce_backward(f(dsm), t, f(ddloss), n, v, start, f(ddl), stream.get()).ok()) << what;
+    ASSERT_TRUE(stream.wait());
+    EXPECT_EQ(dmax.read(0, n * 4), as_bytes(max)) << what;  // max and the subtraction are exact
+    EXPECT_EQ(dtl.read(0, n * 4), as_bytes(tl)) << what;
+    expect_floats(dse.read(0, n * 4), se, what + " sum_exp");
+    expect_floats(dloss_out.read(0, n * 4), loss, what + " loss");
+    expect_floats(ddl.read(0, n * v * 4), dl, what + " dlogits");
+  }
+}
+
+TEST(DeviceElementwise, CrossEntropyStepsRefuseHostBuffers) {
+  DeviceBuffer a(64), b(64);
+  std::vector<int64_t> host_targets(4);
+  auto* f = reinterpret_cast<float*>(a.get());
+  expect_invalid(cuda::ce_target_sum_exp(f, host_targets.data(), 4, 2, 0, f + 8, f + 12, reinterpret_cast<float*>(b.get()),
+                                         nullptr),
+                 "targets");
+  expect_invalid(cuda::ce_row_max(f, 4, 2, f + 4, nullptr), "overlaps");
+}
+
 TEST(DeviceElementwise, Copy2dMovesRowsBetweenPitches) {
   Stream stream;
   const size_t rows = 5, width = 12, spitch = 20, dpitch = 16;
@@ -372,12 +447,6 @@ TEST(DeviceElementwise, ZeroElementsQueueNothingAndNeedNoBuffers) {
   EXPECT_TRUE(cuda::adamw_step(nullptr, nullptr, nullptr, nullptr, 0, s, nullptr, COLLX_FLOAT32, nullptr).ok());
   EXPECT_TRUE(cuda::sgd_step(nullptr, nullptr, nullptr, 0, s, nullptr, COLLX_FLOAT32, nullptr).ok());
   EXPECT_TRUE(cuda::copy2d_async(nullptr, 0, nullptr, 0, 4, 0, cuda::CopyKind::kDeviceToDevice, nullptr).ok());
-}
-
-// A status COLLX_ERR_INVALID_ARG whose message names `word`.
-void expect_invalid(const Status& s, const char* word) {
-  EXPECT_EQ(s.code(), COLLX_ERR_INVALID_ARG) << s.message();
-  EXPECT_NE(s.message().find(word), std::string::npos) << s.message() << " (should name " << word << ")";
 }
 
 TEST(DeviceElementwise, BadArgumentsReturnAStatusNamingThem) {
