@@ -108,24 +108,6 @@ collx_status_t dev_wait(const char* fn) {
   return device_fail(fn, cuda::stream_wait(current_stream(), Deadline::after_ms(kStreamWaitMs), nullptr, fn));
 }
 
-Scratch::~Scratch() {
-  if (!ptr_) return;
-  if (!cuda::stream_wait(current_stream(), Deadline::after_ms(kStreamWaitMs), nullptr, "parallel scratch").ok())
-    return;  // leaked: queued work may still use it
-  if (kind_ == kDevice)
-    cuda::device_free(ptr_);
-  else
-    cuda::host_free_pinned(ptr_);
-}
-
-collx_status_t Scratch::alloc(const char* fn, size_t bytes) {
-  void* p = nullptr;
-  Status s = kind_ == kDevice ? cuda::device_alloc(bytes, &p) : cuda::host_alloc_pinned(bytes, &p);
-  if (!s.ok()) return device_fail(fn, s);
-  ptr_ = static_cast<char*>(p);
-  return COLLX_OK;
-}
-
 namespace {
 
 // The thread's workspace block, its device and the event recorded after its last use.

@@ -47,26 +47,9 @@ collx_status_t dev_ce_backward(const char* fn, const float* softmax, const int64
 // Waits on the host for the work queued so far on the current stream.
 collx_status_t dev_wait(const char* fn);
 
-// Scratch memory of one call, on the device or pinned on the host. Released at scope exit
-// after waiting for the current stream (work queued on it may still use the memory; when
-// the wait fails, the memory is leaked rather than freed under running work).
-class Scratch {
- public:
-  enum Kind { kDevice, kPinnedHost };
-  explicit Scratch(Kind kind) : kind_(kind) {}
-  ~Scratch();
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  collx_status_t alloc(const char* fn, size_t bytes);
-  char* get() const { return ptr_; }
-
- private:
-  Kind kind_;
-  char* ptr_ = nullptr;
-};
-
-// Device memory this thread's calls reuse (tp_gather_last, tp_finalize_grads), so a call
-// neither allocates nor waits on the host: one block per thread, on the device of the call's
+// Device memory this thread's calls reuse (gather_last, finalize_grads, the cross-entropy
+// temporaries, host-bound results of the norm and the overflow flag), so a call neither
+// allocates nor waits on the host for it: one block per thread, on the device of the call's
 // buffers, grown when too small (the old block is freed: cudaFree waits for the device) and
 // freed when the thread exits. Each use is ordered after the previous one by an event, so
 // switching streams needs no host wait either. One use at a time per thread.

@@ -51,25 +51,35 @@ collx_status_t norm_sq(collx_layout_t l, const float* buffer, int32_t owner, int
   return st;
 }
 
-// A device double for a result the caller wants at `out`: `out` itself when it is device
-// memory (nothing waits), else device scratch copied back to `out` by finish() (which waits).
+// A device value for a result the caller wants at `out`: `out` itself when it is device
+// memory (nothing waits), else the thread's device workspace (on the device of `near`),
+// copied back to `out` by finish(), which waits.
 class DeviceResult {
  public:
-  DeviceResult(const char* fn, void* out, size_t bytes) : fn_(fn), out_(out), bytes_(bytes) {}
+  DeviceResult(const char* fn, void* out, size_t bytes, const void* near)
+      : fn_(fn), out_(out), bytes_(bytes), near_(near) {}
+  ~DeviceResult() {
+    if (in_use_) ws_.done(fn_);  // a failed call: later uses still wait for its queued work
+  }
   collx_status_t init() {
     if (is_device(out_)) {
       dev_ = out_;
     } else {
-      collx_status_t st = scratch_.alloc(fn_, bytes_);
+      char* w = nullptr;
+      collx_status_t st = ws_.acquire(fn_, near_, bytes_, &w);
       if (st != COLLX_OK) return st;
-      dev_ = scratch_.get();
+      dev_ = w;
+      in_use_ = true;
     }
     return dev_zero(fn_, dev_, bytes_);
   }
   void* get() const { return dev_; }
   collx_status_t finish() {
-    if (dev_ == out_) return COLLX_OK;
+    if (!in_use_) return COLLX_OK;
     collx_status_t st = dev_copy(fn_, out_, dev_, bytes_, Dir::kDeviceToHost);
+    const collx_status_t d = ws_.done(fn_);
+    in_use_ = false;
+    if (st == COLLX_OK) st = d;
     return st == COLLX_OK ? dev_wait(fn_) : st;
   }
 
@@ -77,14 +87,16 @@ class DeviceResult {
   const char* fn_;
   void* out_;
   size_t bytes_;
+  const void* near_;
   void* dev_ = nullptr;
-  Scratch scratch_{Scratch::kDevice};
+  bool in_use_ = false;
+  Workspace ws_;
 };
 
 collx_status_t norm_sq_device(collx_layout_t l, const float* buffer, int32_t owner, int32_t tp_rank, int32_t shared,
                               double* out) {
   const char* fn = "collx_norm_sq_local";
-  DeviceResult sum(fn, out, sizeof(double));
+  DeviceResult sum(fn, out, sizeof(double), buffer);
   collx_status_t st = sum.init();
   if (st == COLLX_OK)
     st = for_each_counted(l, owner, tp_rank, shared, [&](size_t off, size_t n) {
@@ -95,7 +107,7 @@ collx_status_t norm_sq_device(collx_layout_t l, const float* buffer, int32_t own
 
 collx_status_t found_nonfinite_device(float* values, size_t n, float inv_scale, int32_t* found) {
   const char* fn = "collx_found_nonfinite";
-  DeviceResult flag(fn, found, sizeof(int32_t));
+  DeviceResult flag(fn, found, sizeof(int32_t), values);
   collx_status_t st = flag.init();
   if (st == COLLX_OK) st = dev_nonfinite_unscale(fn, values, n, inv_scale, static_cast<int32_t*>(flag.get()));
   return st == COLLX_OK ? flag.finish() : st;
