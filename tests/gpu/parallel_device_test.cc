@@ -1,9 +1,10 @@
 // The handle-less parallel ops (tp/sp ops, vocab-parallel cross-entropy, overflow flag and
 // norm, pipeline exchange, context-parallel ring) on device buffers, checked bit for bit
 // against the same call on host buffers through the same communicator, for float32,
-// bfloat16 and float16 where the op takes a datatype, on 2 and 3 thread ranks over the staged and CUDA
-// IPC routes. Each rank queues its work on its own created stream (collx_parallel_set_stream),
-// which the emulated tier runs with random delays per operation.
+// bfloat16 and float16 where the op takes a datatype, on 2 and 3 thread ranks over the
+// staged and CUDA IPC routes (the cases shared with the process-rank tier are in
+// parallel_device_case.cc). Each rank queues its work on its own created stream
+// (collx_parallel_set_stream), which the emulated tier runs with random delays per operation.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,94 +22,19 @@
 #include "parallel/parallel_test_util.h"
 #include "tests/gpu/device_case.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/parallel_device_case.h"
 #include "tests/support/thread_ranks.h"
 
 namespace collx {
 namespace testing {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-using Op = std::function<collx_status_t(const std::vector<void*>& p)>;
-
-const collx_datatype_t kTypes[] = {COLLX_FLOAT32, COLLX_BFLOAT16, COLLX_FLOAT16};
 const DeviceRoute kRoutes[] = {kStagedRoute, kIpcRoute};
 
-// A created stream set as the thread's parallel stream for the scope.
-class RankStream {
- public:
-  RankStream() {
-    ok_ = cuda::stream_create(&s_).ok() && collx_parallel_set_stream(s_) == COLLX_OK;
-  }
-  ~RankStream() {
-    collx_parallel_set_stream(nullptr);
-    cuda::stream_destroy(s_);
-  }
-  bool ok() const { return ok_; }
-  bool wait() const { return cuda::stream_wait(s_, Deadline::after_ms(60000), nullptr, "the rank's stream").ok(); }
-
- private:
-  void* s_ = nullptr;
-  bool ok_ = false;
-};
-
-template <typename T>
-Bytes bytes_of(const std::vector<T>& v) {
-  Bytes b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-// count elements of dt that differ along the buffer and between ranks (a misplaced block
-// shows), small integers whose sums over a few ranks are exact in every datatype used.
-Bytes data(collx_datatype_t dt, size_t count, int rank, unsigned salt) {
-  Bytes out(count * datatype_size(dt));
-  for (size_t i = 0; i < count; ++i) {
-    const float v = static_cast<float>(static_cast<int>((i * 5 + static_cast<size_t>(rank) * 11 + salt) % 31) - 15);
-    if (dt == COLLX_FLOAT32) {
-      std::memcpy(out.data() + i * 4, &v, 4);
-    } else {
-      const uint16_t h = dt == COLLX_BFLOAT16 ? float_to_bfloat16(v) : float_to_half(v);
-      std::memcpy(out.data() + i * 2, &h, 2);
-    }
-  }
-  return out;
-}
-
-// Whether a device result equals the host's: the same bytes, or, with gpu_rel_tol > 0 on a
-// real GPU (whose expf/logf differ from the host's by a few ulp), float32 values within it.
-::testing::AssertionResult same_result(const Bytes& got, const Bytes& want, float gpu_rel_tol) {
-  if (got == want) return ::testing::AssertionSuccess();
-  if (gpu_rel_tol <= 0 || cuda::emulated() || got.size() != want.size() || got.size() % 4)
-    return ::testing::AssertionFailure() << "the bytes differ";
-  for (size_t i = 0; i < got.size() / 4; ++i) {
-    float g, w;
-    std::memcpy(&g, got.data() + i * 4, 4);
-    std::memcpy(&w, want.data() + i * 4, 4);
-    if (!(std::fabs(g - w) <= gpu_rel_tol * std::fabs(w) + 1e-30f))
-      return ::testing::AssertionFailure() << "float " << i << ": " << g << " vs " << w;
-  }
-  return ::testing::AssertionSuccess();
-}
-
-// Runs op on host copies of `buffers`, then on device copies, and expects every buffer to
-// end with the same bytes (see same_result for gpu_rel_tol). Collective when op is: every
-// rank calls it alike.
+// gtest's form of same_on_device.
 void expect_same_on_device(const std::string& what, const std::vector<Bytes>& buffers, const RankStream& stream,
-                           const Op& op, float gpu_rel_tol = 0) {
-  std::vector<Bytes> host = buffers;
-  std::vector<void*> hp, dp;
-  for (Bytes& b : host) hp.push_back(b.data());
-  ASSERT_EQ(op(hp), COLLX_OK) << what << " (host): " << collx_parallel_last_error();
-  std::vector<std::unique_ptr<DeviceBuffer>> dev;
-  for (const Bytes& b : buffers) {
-    dev.push_back(std::make_unique<DeviceBuffer>(b.size(), b.data()));
-    ASSERT_TRUE(dev.back()->ok()) << what;
-    dp.push_back(dev.back()->get());
-  }
-  ASSERT_EQ(op(dp), COLLX_OK) << what << " (device): " << collx_parallel_last_error();
-  ASSERT_TRUE(stream.wait()) << what;
-  for (size_t i = 0; i < buffers.size(); ++i)
-    EXPECT_TRUE(same_result(dev[i]->read(0, buffers[i].size()), host[i], gpu_rel_tol)) << what << ": buffer " << i;
+                           const BufferOp& op) {
+  EXPECT_EQ(same_on_device(what, buffers, stream, op), "");
 }
 
 std::string name(const char* op, collx_datatype_t dt, const DeviceRoute& route, int size) {
@@ -131,39 +57,10 @@ void on_worlds(const std::function<void(int, collx_comm_t, const RankStream&, co
   }
 }
 
-TEST(ParallelDevice, TensorAndSequenceOpsMatchHostBuffers) {
+TEST(ParallelDevice, TpSpPipelineAndCrossEntropyMatchHostBuffers) {
   on_worlds([](int rank, collx_comm_t comm, const RankStream& stream, const DeviceRoute& route, int t) {
-    const size_t ts = static_cast<size_t>(t);
-    for (collx_datatype_t dt : kTypes) {
-      const size_t es = datatype_size(dt), rows = 3 * ts, cols = 2 * ts;
-      const Bytes x = data(dt, rows * cols, rank, 1);
-      expect_same_on_device(name("tp_allreduce", dt, route, t), {x}, stream, [&](const std::vector<void*>& p) {
-        return collx_tp_allreduce(p[0], rows * cols, dt, comm);
-      });
-      expect_same_on_device(name("tp_allreduce_async", dt, route, t), {x}, stream, [&](const std::vector<void*>& p) {
-        collx_request_t r = nullptr;
-        collx_status_t st = collx_tp_allreduce_async(p[0], rows * cols, dt, comm, &r);
-        if (st != COLLX_OK) return st;
-        st = collx_wait(r, 60000);
-        collx_request_free(r);
-        return st;
-      });
-      // Out-of-place ops: (name, output elements, call).
-      using Call = collx_status_t (*)(const void*, void*, size_t, size_t, collx_datatype_t, collx_comm_t);
-      const struct {
-        const char* name;
-        size_t out_elems;
-        Call call;
-      } ops[] = {{"tp_split_last", rows * cols / ts, collx_tp_split_last},
-                 {"tp_gather_last", rows * cols * ts, collx_tp_gather_last},
-                 {"sp_split_first", rows / ts * cols, collx_sp_split_first},
-                 {"sp_gather_first", rows * cols * ts, collx_sp_gather_first},
-                 {"sp_reduce_scatter_first", rows / ts * cols, collx_sp_reduce_scatter_first}};
-      for (const auto& op : ops) {
-        expect_same_on_device(name(op.name, dt, route, t), {x, Bytes(op.out_elems * es)}, stream,
-                              [&](const std::vector<void*>& p) { return op.call(p[0], p[1], rows, cols, dt, comm); });
-      }
-    }
+    const std::string label = std::string(route.name) + " " + std::to_string(t) + " ranks";
+    EXPECT_EQ(run_parallel_device_cases(rank, t, comm, label, stream), "");
   });
 }
 
@@ -176,7 +73,7 @@ TEST(ParallelDevice, GatherLastWorkspaceFollowsSizesAndStreams) {
     for (size_t rows : {2, 9, 4, 33, 1}) {
       RankStream stream;  // a new stream each time
       ASSERT_TRUE(stream.ok());
-      const Bytes x = data(COLLX_BFLOAT16, rows * 3, rank, static_cast<unsigned>(rows));
+      const Bytes x = parallel_data(COLLX_BFLOAT16, rows * 3, rank, static_cast<unsigned>(rows));
       expect_same_on_device("tp_gather_last rows " + std::to_string(rows), {x, Bytes(x.size() * 2)}, stream,
                             [&](const std::vector<void*>& p) {
                               return collx_tp_gather_last(p[0], p[1], rows, 3, COLLX_BFLOAT16, comm);
@@ -192,61 +89,10 @@ TEST(ParallelDevice, FinalizeGradsReducesOnlySpNormTensorsOnTheDevice) {
     size_t total = 0;
     ASSERT_EQ(collx_layout_total(l, &total), COLLX_OK);
     expect_same_on_device(name("tp_finalize_grads", COLLX_FLOAT32, route, t),
-                          {data(COLLX_FLOAT32, total, rank, 3)}, stream, [&](const std::vector<void*>& p) {
+                          {parallel_data(COLLX_FLOAT32, total, rank, 3)}, stream, [&](const std::vector<void*>& p) {
                             return collx_tp_finalize_grads(l, static_cast<float*>(p[0]), comm);
                           });
     collx_layout_destroy(l);
-  });
-}
-
-TEST(ParallelDevice, VocabCrossEntropyMatchesHostBuffers) {
-  on_worlds([](int rank, collx_comm_t comm, const RankStream& stream, const DeviceRoute& route, int t) {
-    const int64_t vocab = 5 * t + 1;  // the last rank's block is shorter
-    int64_t start = 0, end = 0;
-    ASSERT_EQ(collx_tp_vocab_range(vocab, t, rank, &start, &end), COLLX_OK);
-    const size_t n = 7, v = static_cast<size_t>(end - start);
-    std::vector<float> logits(n * v);
-    for (size_t k = 0; k < logits.size(); ++k) logits[k] = static_cast<float>((k * 5 + rank * 3) % 11) * 0.25f - 1;
-    std::vector<int64_t> targets(n);
-    for (size_t i = 0; i < n; ++i) targets[i] = static_cast<int64_t>((i * 4 + 1) % static_cast<size_t>(vocab));
-    std::vector<float> dloss(n);
-    for (size_t i = 0; i < n; ++i) dloss[i] = 0.5f + static_cast<float>(i);
-    const std::string what = name("tp_vocab_ce", COLLX_FLOAT32, route, t);
-    // Forward (loss and softmax), then backward from that softmax.
-    expect_same_on_device(what + " fwd", {bytes_of(logits), bytes_of(targets), Bytes(n * 4), Bytes(n * v * 4)},
-                          stream, [&](const std::vector<void*>& p) {
-                            return collx_tp_vocab_ce_fwd(static_cast<float*>(p[0]), static_cast<int64_t*>(p[1]), n,
-                                                         v, start, vocab, static_cast<float*>(p[2]),
-                                                         static_cast<float*>(p[3]), comm);
-                          },
-                          1e-5f);
-    expect_same_on_device(what + " bwd", {bytes_of(logits), bytes_of(targets), bytes_of(dloss), Bytes(n * v * 4)},
-                          stream, [&](const std::vector<void*>& p) {
-                            return collx_tp_vocab_ce_bwd(static_cast<float*>(p[0]), static_cast<int64_t*>(p[1]),
-                                                         static_cast<float*>(p[2]), n, v, start,
-                                                         static_cast<float*>(p[3]));
-                          });
-    // A target outside the vocabulary: refused on every rank before any communication.
-    targets[3] = vocab;
-    DeviceBuffer dl(logits.size() * 4, logits.data()), dt(n * 8, targets.data()), dloss_out(n * 4);
-    EXPECT_EQ(collx_tp_vocab_ce_fwd(reinterpret_cast<float*>(dl.get()), reinterpret_cast<int64_t*>(dt.get()), n, v,
-                                    start, vocab, reinterpret_cast<float*>(dloss_out.get()), nullptr, comm),
-              COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("targets[3]"), std::string::npos)
-        << collx_parallel_last_error();
-  });
-}
-
-TEST(ParallelDevice, PipelineRingExchangeMatchesHostBuffers) {
-  on_worlds([](int rank, collx_comm_t comm, const RankStream& stream, const DeviceRoute& route, int t) {
-    for (collx_datatype_t dt : kTypes) {
-      const size_t count = 1031, bytes = count * datatype_size(dt);
-      expect_same_on_device(name("pp_exchange_ring", dt, route, t),
-                            {data(dt, count, rank, 5), Bytes(bytes), data(dt, count, rank, 6), Bytes(bytes)},
-                            stream, [&](const std::vector<void*>& p) {
-                              return collx_pp_exchange_ring(comm, p[0], p[1], p[2], p[3], count, dt, 3, 60000);
-                            });
-    }
   });
 }
 
@@ -256,7 +102,7 @@ TEST(ParallelDevice, ContextParallelRingHandsOutEveryRanksBlock) {
     // p[0] the block, p[1] the work double buffer, p[2] every block in source order.
     expect_same_on_device(
         name("cp_ring", COLLX_FLOAT32, route, t),
-        {data(COLLX_FLOAT32, count, rank, 7), Bytes(2 * bytes), Bytes(static_cast<size_t>(t) * bytes)}, stream,
+        {parallel_data(COLLX_FLOAT32, count, rank, 7), Bytes(2 * bytes), Bytes(static_cast<size_t>(t) * bytes)}, stream,
         [&](const std::vector<void*>& p) {
           const bool device = cuda::pointer_kind(p[0]) == COLLX_MEM_CUDA;
           collx_cp_ring_t ring = nullptr;
