@@ -137,11 +137,28 @@ COLLX_API collx_status_t collx_found_nonfinite(float* values, size_t n, float in
 
 COLLX_API collx_status_t collx_flag_any(int32_t* flag, collx_comm_t comm) {
   if (!flag || !comm) return collx::parallel::free_fail(COLLX_ERR_INVALID_ARG, "collx_flag_any: flag or comm is NULL");
-  int32_t v = *flag ? 1 : 0;
-  collx_status_t st = collx_allreduce(&v, &v, 1, COLLX_INT32, COLLX_MAX, comm, nullptr);
-  if (st != COLLX_OK) return collx::parallel::comm_fail(comm, st, "collx_flag_any");
-  *flag = v;
-  return COLLX_OK;
+  namespace p = collx::parallel;
+  // A device flag (from collx_found_nonfinite): read back on the current stream (the host
+  // needs the decision anyway: collx_scaler_update takes it), reduced, written back.
+  const bool device = p::is_device(flag);
+  int32_t v = 0;
+  collx_status_t st = COLLX_OK;
+  if (device) {
+    st = p::dev_copy("collx_flag_any", &v, flag, sizeof v, p::Dir::kDeviceToHost);
+    if (st == COLLX_OK) st = p::dev_wait("collx_flag_any");
+    if (st != COLLX_OK) return st;
+  } else {
+    v = *flag;
+  }
+  v = v ? 1 : 0;
+  st = collx_allreduce(&v, &v, 1, COLLX_INT32, COLLX_MAX, comm, nullptr);
+  if (st != COLLX_OK) return p::comm_fail(comm, st, "collx_flag_any");
+  if (!device) {
+    *flag = v;
+    return COLLX_OK;
+  }
+  st = p::dev_copy("collx_flag_any", flag, &v, sizeof v, p::Dir::kHostToDevice);
+  return st == COLLX_OK ? p::dev_wait("collx_flag_any") : st;  // v is on this stack
 }
 
 COLLX_API collx_status_t collx_norm_sq_local(collx_layout_t layout, const float* buffer, int32_t owner_rank,

@@ -84,7 +84,8 @@ COLLX_API collx_status_t collx_found_nonfinite(float* values, size_t n, float in
                                                int32_t* found);
 
 /* *flag = 1 on every rank of `comm` when it was non-zero on any rank (all-reduce MAX of
- * one int32). Use the union of every group whose ranks hold different gradients, or some
+ * one int32). A flag in device memory is read back on the thread's parallel stream (the
+ * call waits) and the result written back to it. Use the union of every group whose ranks hold different gradients, or some
  * ranks skip a step the others take and the replicas diverge silently. Collective. */
 COLLX_API collx_status_t collx_flag_any(int32_t* flag, collx_comm_t comm);
 

@@ -192,6 +192,28 @@ TEST(ParallelDevice, OverflowFlagAndNormOnDeviceBuffers) {
   });
 }
 
+// The overflow check of a step on device gradients: found_nonfinite into a device flag on
+// each rank, then flag_any over the group reads it back and writes the decision to it.
+TEST(ParallelDevice, FlagAnyOnDeviceFlagsReachesEveryRank) {
+  ThreadRanks world(3, 60000);
+  ASSERT_TRUE(world.ok()) << world.error();
+  world.run([](int rank, collx_comm_t comm) {
+    RankStream stream;
+    ASSERT_TRUE(stream.ok());
+    for (int overflowing : {-1, 1}) {  // -1: no rank overflows
+      std::vector<float> g(100, 1.5f);
+      if (rank == overflowing) g[42] = std::numeric_limits<float>::infinity();
+      DeviceBuffer dg(g.size() * 4, g.data()), dflag(4);
+      auto* flag = reinterpret_cast<int32_t*>(dflag.get());
+      ASSERT_EQ(collx_found_nonfinite(reinterpret_cast<float*>(dg.get()), g.size(), 1.0f, flag), COLLX_OK);
+      ASSERT_EQ(collx_flag_any(flag, comm), COLLX_OK) << collx_parallel_last_error();
+      int32_t got = -1;
+      std::memcpy(&got, dflag.read(0, 4).data(), 4);
+      EXPECT_EQ(got, overflowing >= 0 ? 1 : 0) << "rank " << rank;
+    }
+  });
+}
+
 TEST(ParallelDevice, MixedHostAndDeviceBuffersAreRefused) {
   ThreadRanks world(1, 60000);
   ASSERT_TRUE(world.ok()) << world.error();
