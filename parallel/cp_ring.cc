@@ -1,11 +1,13 @@
 // Context parallelism: the ring rotation of K/V blocks for ring attention. Block i of the
 // rotation is used while transfer i (send it to r+1, receive block i+1 from r-1 into the
 // other half of the caller's double buffer) runs; every wait ends by the ring's deadline.
+// Device buffers: the transfers are ordered on the parallel stream current at start.
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "lib/common/deadline.h"
+#include "parallel/device_buffers.h"
 #include "parallel/free_calls.h"
 
 struct collx_cp_ring_s {
@@ -16,6 +18,7 @@ struct collx_cp_ring_s {
   collx_datatype_t datatype = COLLX_FLOAT32;
   int32_t tag = 0;
   int64_t timeout_ms = -1;
+  collx_opts_t opts{};            // device buffers: the thread's parallel stream at start
   int32_t step = 0;               // blocks handed out so far
   int recv_half = 0;              // the half the receive in flight writes
   const char* current = nullptr;  // the block being sent (the last one handed out)
@@ -47,9 +50,9 @@ collx_status_t ring_fail(collx_cp_ring_s* g, collx_status_t st, const std::strin
 // Transfer `step`: the block just handed out (`current`) to r+1, block step+1 from r-1.
 collx_status_t post(collx_cp_ring_s* g, const char* fn) {
   char* into = g->work + static_cast<size_t>(g->recv_half) * g->bytes;
-  collx_status_t st = collx_irecv(into, g->count, g->datatype, prev_of(*g), g->tag, g->comm, nullptr, &g->recv);
+  collx_status_t st = collx_irecv(into, g->count, g->datatype, prev_of(*g), g->tag, g->comm, &g->opts, &g->recv);
   if (st == COLLX_OK)
-    st = collx_isend(g->current, g->count, g->datatype, next_of(*g), g->tag, g->comm, nullptr, &g->send);
+    st = collx_isend(g->current, g->count, g->datatype, next_of(*g), g->tag, g->comm, &g->opts, &g->send);
   if (st != COLLX_OK) {
     comm_fail(g->comm, st, fn);
     return ring_fail(g, st, thread_free_error());
@@ -172,6 +175,7 @@ collx_status_t start(collx_comm_t comm, const void* block, void* work, size_t co
   ring->datatype = dt;
   ring->tag = tag;
   ring->timeout_ms = timeout_ms;
+  ring->opts = stream_opts();
   if (ring->size > 1) {
     st = post(ring.get(), fn);
     if (st != COLLX_OK) return st;

@@ -1,10 +1,12 @@
 // Pipeline parallelism: the batched neighbour exchange (all transfers posted before any
 // wait, so neighbours cannot wait on each other), on a line of stages or on a ring (the
-// interleaved schedule), and the non-interleaved 1F1B schedule.
+// interleaved schedule), and the non-interleaved 1F1B schedule. Device buffers: the
+// transfers are ordered on the thread's current parallel stream (parallel_device.h).
 #include <algorithm>
 #include <vector>
 
 #include "lib/common/deadline.h"
+#include "parallel/device_buffers.h"
 #include "parallel/free_calls.h"
 
 namespace collx {
@@ -41,12 +43,13 @@ collx_status_t exchange(const char* fn, bool ring, collx_comm_t comm, const void
   const int32_t next = (rank + 1) % size, prev = (rank + size - 1) % size;
   const int32_t fwd_tag = ring ? 2 * tag : tag, bwd_tag = ring ? 2 * tag + 1 : tag;
   std::vector<Transfer> posted;
+  const collx_opts_t opts = stream_opts();  // device buffers: ordered on the current stream
   // Receives first, then sends; every transfer is posted before the first wait.
   auto post = [&](const char* what, bool is_send, const void* sbuf, void* rbuf, int32_t peer, int32_t t_tag) {
     if (st != COLLX_OK) return;
     Transfer t{what, nullptr};
-    collx_status_t s = is_send ? collx_isend(sbuf, count, dt, peer, t_tag, comm, nullptr, &t.request)
-                               : collx_irecv(rbuf, count, dt, peer, t_tag, comm, nullptr, &t.request);
+    collx_status_t s = is_send ? collx_isend(sbuf, count, dt, peer, t_tag, comm, &opts, &t.request)
+                               : collx_irecv(rbuf, count, dt, peer, t_tag, comm, &opts, &t.request);
     if (s == COLLX_OK)
       posted.push_back(t);
     else

@@ -1,9 +1,12 @@
 // Tensor- and sequence-parallel data movement: Megatron's f/g all-reduce, last-dimension
 // split and gather, dim-0 split, gather and reduce-scatter, and the SP norm-gradient
-// all-reduce.
+// all-reduce. On device buffers (parallel_device.h) the same steps are queued on the
+// thread's current parallel stream: copies become device copies, temporaries the thread's
+// device workspace.
 #include <algorithm>
 #include <vector>
 
+#include "parallel/device_buffers.h"
 #include "parallel/dp_internal.h"
 #include "parallel/free_calls.h"
 
@@ -27,10 +30,35 @@ collx_status_t last_split(const void* in, void* out, size_t rows, size_t cols, c
   const size_t es = collx_datatype_size(dt), block = cols / g.size * es;
   if (rows == 0 || block == 0) return COLLX_OK;
   if (!in || !out) return free_fail(COLLX_ERR_INVALID_ARG, "collx_tp_split_last: in or out is NULL");
+  bool device = false;
+  st = buffers_on_device("collx_tp_split_last", {in, out}, &device);
+  if (st != COLLX_OK) return st;
+  if (device)
+    return dev_copy2d("collx_tp_split_last", out, block, static_cast<const char*>(in) + g.rank * block, cols * es,
+                      block, rows);
   for (size_t i = 0; i < rows; ++i)
     std::memcpy(static_cast<char*>(out) + i * block,
                 static_cast<const char*>(in) + i * cols * es + g.rank * block, block);
   return COLLX_OK;
+}
+
+// The device form of last_gather: one strided copy per rank's block, from the thread's
+// device workspace (no allocation, no host wait).
+collx_status_t last_gather_device(const void* in, void* out, size_t rows, size_t block, size_t n, collx_datatype_t dt,
+                                  collx_comm_t comm, const GroupShape& g) {
+  const char* fn = "collx_tp_gather_last";
+  Workspace ws;
+  char* tmp = nullptr;
+  collx_status_t st = ws.acquire(fn, out, rows * block * g.size, &tmp);
+  if (st != COLLX_OK) return st;
+  const collx_opts_t o = stream_opts();
+  st = collx_allgather(in, tmp, n, dt, comm, &o);
+  if (st != COLLX_OK) st = comm_fail(comm, st, fn);
+  for (size_t r = 0; r < g.size && st == COLLX_OK; ++r)
+    st = dev_copy2d(fn, static_cast<char*>(out) + r * block, g.size * block, tmp + r * rows * block, block, block,
+                    rows);
+  const collx_status_t d = ws.done(fn);
+  return st != COLLX_OK ? st : d;
 }
 
 // All-gather into [t][rows][cols_local], then interleave the blocks into rows.
@@ -42,6 +70,10 @@ collx_status_t last_gather(const void* in, void* out, size_t rows, size_t cols_l
   const size_t es = collx_datatype_size(dt), block = cols_local * es, n = rows * cols_local;
   if (!n) return COLLX_OK;
   if (!in || !out) return free_fail(COLLX_ERR_INVALID_ARG, "collx_tp_gather_last: in or out is NULL");
+  bool device = false;
+  st = buffers_on_device("collx_tp_gather_last", {in, out}, &device);
+  if (st != COLLX_OK) return st;
+  if (device) return last_gather_device(in, out, rows, block, n, dt, comm, g);
   std::vector<char> tmp(n * es * g.size);
   st = collx_allgather(in, tmp.data(), n, dt, comm, nullptr);
   if (st != COLLX_OK) return comm_fail(comm, st, "collx_tp_gather_last");
@@ -60,6 +92,12 @@ collx_status_t first_split(const void* in, void* out, size_t rows, size_t cols, 
   const size_t bytes = rows / g.size * cols * collx_datatype_size(dt);
   if (!bytes) return COLLX_OK;
   if (!in || !out) return free_fail(COLLX_ERR_INVALID_ARG, "collx_sp_split_first: in or out is NULL");
+  bool device = false;
+  st = buffers_on_device("collx_sp_split_first", {in, out}, &device);
+  if (st != COLLX_OK) return st;
+  if (device)
+    return dev_copy("collx_sp_split_first", out, static_cast<const char*>(in) + g.rank * bytes, bytes,
+                    Dir::kDeviceToDevice);
   std::memcpy(out, static_cast<const char*>(in) + g.rank * bytes, bytes);
   return COLLX_OK;
 }
@@ -70,13 +108,46 @@ collx_status_t first_reduce_scatter(const void* in, void* out, size_t rows, size
   collx_status_t st = group_shape(comm, "collx_sp_reduce_scatter_first", &g);
   if (st == COLLX_OK) st = need_divisible(rows, g.size, "collx_sp_reduce_scatter_first", "rows");
   if (st != COLLX_OK) return st;
-  st = collx_reduce_scatter(in, out, rows / g.size * cols, dt, COLLX_SUM, comm, nullptr);
+  const collx_opts_t o = stream_opts();
+  st = collx_reduce_scatter(in, out, rows / g.size * cols, dt, COLLX_SUM, comm, &o);
   return st == COLLX_OK ? st : comm_fail(comm, st, "collx_sp_reduce_scatter_first");
+}
+
+// finalize on a device buffer: packed in the thread's device workspace by device copies.
+collx_status_t finalize_device(collx_layout_t l, float* buffer, collx_comm_t comm) {
+  const char* fn = "collx_tp_finalize_grads";
+  size_t total = 0;
+  for (const auto& t : l->tensors)
+    if (t.flags & COLLX_TENSOR_SP_NORM) total += t.numel;
+  if (!total) return COLLX_OK;
+  Workspace ws;
+  char* packed = nullptr;
+  collx_status_t st = ws.acquire(fn, buffer, total * sizeof(float), &packed);
+  auto each_tensor = [&](bool pack) {
+    float* p = reinterpret_cast<float*>(packed);
+    for (const auto& t : l->tensors) {
+      if (!(t.flags & COLLX_TENSOR_SP_NORM) || st != COLLX_OK) continue;
+      st = pack ? dev_copy(fn, p, buffer + t.offset, t.numel * sizeof(float), Dir::kDeviceToDevice)
+                : dev_copy(fn, buffer + t.offset, p, t.numel * sizeof(float), Dir::kDeviceToDevice);
+      p += t.numel;
+    }
+  };
+  if (st != COLLX_OK) return st;
+  each_tensor(true);
+  const collx_opts_t o = stream_opts();
+  if (st == COLLX_OK) {
+    st = collx_allreduce(packed, packed, total, COLLX_FLOAT32, COLLX_SUM, comm, &o);
+    if (st != COLLX_OK) st = comm_fail(comm, st, fn);
+  }
+  each_tensor(false);
+  const collx_status_t d = ws.done(fn);
+  return st != COLLX_OK ? st : d;
 }
 
 // Packs the SP_NORM gradients, one SUM all-reduce over TP, unpacks.
 collx_status_t finalize(collx_layout_t l, float* buffer, collx_comm_t comm) {
   if (!l->finalized) return free_fail(COLLX_ERR_INVALID_USAGE, "collx_tp_finalize_grads: the layout is not finalized");
+  if (is_device(buffer)) return finalize_device(l, buffer, comm);
   std::vector<float> packed;
   for (const auto& t : l->tensors)
     if (t.flags & COLLX_TENSOR_SP_NORM) packed.insert(packed.end(), buffer + t.offset, buffer + t.offset + t.numel);
@@ -102,7 +173,8 @@ extern "C" {
 
 COLLX_API collx_status_t collx_tp_allreduce(void* buf, size_t count, collx_datatype_t datatype, collx_comm_t tp_comm) {
   return free_call("collx_tp_allreduce", [&] {
-    collx_status_t st = collx_allreduce(buf, buf, count, datatype, COLLX_SUM, tp_comm, nullptr);
+    const collx_opts_t o = stream_opts();
+    collx_status_t st = collx_allreduce(buf, buf, count, datatype, COLLX_SUM, tp_comm, &o);
     return st == COLLX_OK ? st : comm_fail(tp_comm, st, "collx_tp_allreduce");
   });
 }
@@ -110,7 +182,8 @@ COLLX_API collx_status_t collx_tp_allreduce(void* buf, size_t count, collx_datat
 COLLX_API collx_status_t collx_tp_allreduce_async(void* buf, size_t count, collx_datatype_t datatype,
                                                   collx_comm_t tp_comm, collx_request_t* request) {
   return free_call("collx_tp_allreduce_async", [&] {
-    collx_status_t st = collx_iallreduce(buf, buf, count, datatype, COLLX_SUM, tp_comm, nullptr, request);
+    const collx_opts_t o = stream_opts();
+    collx_status_t st = collx_iallreduce(buf, buf, count, datatype, COLLX_SUM, tp_comm, &o, request);
     return st == COLLX_OK ? st : comm_fail(tp_comm, st, "collx_tp_allreduce_async");
   });
 }
@@ -133,7 +206,8 @@ COLLX_API collx_status_t collx_sp_split_first(const void* in, void* out, size_t 
 COLLX_API collx_status_t collx_sp_gather_first(const void* in, void* out, size_t rows_local, size_t cols,
                                                collx_datatype_t datatype, collx_comm_t tp_comm) {
   return free_call("collx_sp_gather_first", [&] {
-    collx_status_t st = collx_allgather(in, out, rows_local * cols, datatype, tp_comm, nullptr);
+    const collx_opts_t o = stream_opts();
+    collx_status_t st = collx_allgather(in, out, rows_local * cols, datatype, tp_comm, &o);
     return st == COLLX_OK ? st : comm_fail(tp_comm, st, "collx_sp_gather_first");
   });
 }

@@ -289,5 +289,6 @@ COLLX_API const char* collx_layout_last_error(collx_layout_t layout);
 #include "collx/parallel_cp.h"
 #include "collx/parallel_moe.h"
 #include "collx/parallel_quant.h"
+#include "collx/parallel_device.h"
 
 #endif /* COLLX_PARALLEL_H_ */

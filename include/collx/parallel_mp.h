@@ -77,12 +77,15 @@ COLLX_API const char* collx_scaler_last_error(collx_scaler_t scaler);
 
 /* *found = 1 when one of the n float32 values is inf or NaN, else 0. When inv_scale is
  * not 1, the values are also multiplied by it (unscaled) in place, in the same pass.
+ * Device values (collx/parallel_device.h): found may be device memory (queued on the
+ * current parallel stream, nothing waits) or host memory (the call waits for the result).
  * Local; the buffer is the caller's. */
 COLLX_API collx_status_t collx_found_nonfinite(float* values, size_t n, float inv_scale,
                                                int32_t* found);
 
 /* *flag = 1 on every rank of `comm` when it was non-zero on any rank (all-reduce MAX of
- * one int32). Use the union of every group whose ranks hold different gradients, or some
+ * one int32). A flag in device memory is read back on the thread's parallel stream (the
+ * call waits) and the result written back to it. Use the union of every group whose ranks hold different gradients, or some
  * ranks skip a step the others take and the replicas diverge silently. Collective. */
 COLLX_API collx_status_t collx_flag_any(int32_t* flag, collx_comm_t comm);
 
@@ -96,7 +99,10 @@ COLLX_API collx_status_t collx_flag_any(int32_t* flag, collx_comm_t comm);
  *    TP rank and count only when tp_rank == 0 (pass 0 without tensor parallelism);
  *    tensors flagged COLLX_TENSOR_SHARED count only when count_shared = 1 (tied weights:
  *    pass 1 on the one stage that owns the copy).
- * Local; reads `buffer` (float32, collx_layout_total elements). */
+ * Local; reads `buffer` (float32, collx_layout_total elements). A device buffer
+ * (collx/parallel_device.h) is summed on the device: sumsq in device memory is queued
+ * only, in host memory the call waits; a GPU sums in another order than the host (relative
+ * difference below 1e-12, docs/cuda.md). */
 COLLX_API collx_status_t collx_norm_sq_local(collx_layout_t layout, const float* buffer,
                                              int32_t owner_rank, int32_t tp_rank,
                                              int32_t count_shared, double* sumsq);

@@ -1,5 +1,6 @@
 /* collx parallel layer: tensor- and sequence-parallel ops (Megatron-Core mappings) on
- * row-major host buffers. Included by collx/parallel.h; do not include directly.
+ * row-major host or device buffers (device: queued on the thread's parallel stream,
+ * collx/parallel_device.h). Included by collx/parallel.h; do not include directly.
  *
  * Activations are [rows x cols] with rows = sequence x batch (dim 0, the sequence-parallel
  * dimension) and cols the hidden (last) dimension. `tp_comm` is the tensor-parallel group
@@ -72,7 +73,11 @@ COLLX_API collx_status_t collx_tp_vocab_range(int64_t vocab, int32_t tp_size, in
 COLLX_API collx_status_t collx_tp_vocab_ce_fwd(const float* logits, const int64_t* targets, size_t n,
                                                size_t v_local, int64_t vocab_start, int64_t vocab,
                                                float* loss, float* softmax, collx_comm_t tp_comm);
-/* dlogits[i][j] = (softmax[i][j] - [vocab_start + j == targets[i]]) * dloss[i]. Local. */
+/* dlogits[i][j] = (softmax[i][j] - [vocab_start + j == targets[i]]) * dloss[i]. Local.
+ * Both calls take device buffers too (all of one kind, targets included): device kernels on
+ * the thread's parallel stream; the forward waits on the host only for a copy of the
+ * targets (checked before any communication). A GPU's exp/log differ from the host's by a
+ * few ulp (docs/cuda.md). */
 COLLX_API collx_status_t collx_tp_vocab_ce_bwd(const float* softmax, const int64_t* targets, const float* dloss,
                                                size_t n, size_t v_local, int64_t vocab_start, float* dlogits);
 

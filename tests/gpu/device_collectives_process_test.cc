@@ -12,6 +12,7 @@
 #include "lib/cuda/device.h"
 #include "tests/gpu/device_case.h"
 #include "tests/gpu/device_p2p_case.h"
+#include "tests/gpu/parallel_device_case.h"
 #include "tests/support/process_ranks.h"
 
 namespace collx {
@@ -92,6 +93,25 @@ TEST(DeviceP2pProcesses, RingDeliversStreamOrderedDataOverTcpAndShm) {
           const std::string failure = run_p2p_rings(rank, n, comm, stream_for(rank, own));
           if (!failure.empty()) std::fprintf(stderr, "%s: %s\n", route.name, failure.c_str());
           cuda::stream_destroy(own);
+          return failure.empty() ? 0 : 1;
+        },
+        60000, route.transports);
+    for (const RankResult& r : results) ASSERT_EQ(r.exit_code, 0) << route.name << ": " << describe(results);
+  }
+}
+
+// The parallel layer's tp/sp ops, pipeline ring and vocab-parallel cross-entropy on device
+// buffers between processes (peer buffers, the thread's device workspace included, opened
+// from IPC handles on the IPC route), against the same calls on host buffers.
+TEST(ParallelDeviceProcesses, TpSpPipelineAndCrossEntropyMatchHostBuffers) {
+  for (const DeviceRoute& route : kRoutes) {
+    auto results = run_comm_processes(
+        3, 120000,
+        [&](int rank, int n, collx_comm_t comm) {
+          RankStream stream;
+          if (!stream.ok()) return 1;
+          const std::string failure = run_parallel_device_cases(rank, n, comm, route.name, stream);
+          if (!failure.empty()) std::fprintf(stderr, "%s", failure.c_str());
           return failure.empty() ? 0 : 1;
         },
         60000, route.transports);
