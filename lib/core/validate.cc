@@ -51,7 +51,7 @@ Status check_datatype(const char* who, int32_t datatype) {
 }  // namespace
 
 Status Communicator::check_choice(const char* who, collx_coll_t coll, int32_t datatype, int32_t forced) const {
-  if (coll < 0 || coll >= COLLX_NUM_COLLS) {
+  if (static_cast<int>(coll) < 0 || static_cast<int>(coll) >= COLLX_NUM_COLLS) {
     return invalid(who, "%s", string_printf("unknown collective %d (valid: 0..%d, see collx_coll_t)",
                                             static_cast<int>(coll), COLLX_NUM_COLLS - 1));
   }
@@ -60,9 +60,9 @@ Status Communicator::check_choice(const char* who, collx_coll_t coll, int32_t da
 }
 
 Status Communicator::check_forced(const char* who, collx_coll_t coll, int32_t forced) const {
-  if (!algorithm_implements(static_cast<collx_algorithm_t>(forced), coll)) {
-    return invalid(who, "%s", not_implemented(forced, coll));
-  }
+  if (forced == COLLX_ALGO_AUTO) return Status::Ok();
+  // The raw value is looked up, never cast to the enum first: it may be out of its range.
+  if (algo::find_implementation(forced, coll) == nullptr) return invalid(who, "%s", not_implemented(forced, coll));
   const algo::AlgorithmInfo* info = algo::algorithm_info(forced);
   if ((info->needs & algo::kNeedsSharedBoards) && (!transport_ || transport_->shared_boards() == nullptr)) {
     return invalid(who, "%s", string_printf("algorithm '%s' needs the shm transport (every rank on one host); this "
