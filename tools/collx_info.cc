@@ -4,6 +4,7 @@
 //   collx-info algorithms           the algorithm chosen per collective, size and world size
 //   collx-info --json               the whole report as one JSON object
 //   collx-info --settings-markdown  the environment reference (docs/environment.md)
+//   collx-info --algorithms-markdown  the algorithm reference (docs/algorithms.md)
 //   collx-info topo [--json|--dot]  this machine's topology (hwloc) as a tree, JSON or Graphviz;
 //                                   --xml FILE / --synthetic DESC load another one instead
 //   collx-info hang DIR             the stuck collectives named by the flight-record dumps
@@ -21,6 +22,7 @@
 #include "lib/common/settings.h"
 #include "lib/common/strings.h"
 #include "lib/core/launch_env.h"
+#include "lib/core/registry_markdown.h"
 #include "lib/core/selection.h"
 #include "lib/core/tune_file.h"
 #include "lib/topo/topo_load.h"
@@ -172,6 +174,7 @@ void print_settings() {
 
 void print_algorithms(const Report& r) {
   const std::string algo = collx::setting_raw(collx::SettingId::ALGO);
+  std::printf("\nalgorithms (collectives: description; docs/algorithms.md):\n%s", collx::algorithms_text().c_str());
   std::printf("\nalgorithm choices (size = total buffer bytes; COLLX_ALGO %s; cost model: shm, %s):\n",
               algo.empty() ? "unset" : ("= '" + algo + "'").c_str(), r.model_source.c_str());
   auto line = [](std::string text) {  // without trailing padding
@@ -247,7 +250,7 @@ void print_json(const Report& r) {
 int usage(FILE* f) {
   std::fprintf(f,
                "usage: collx-info [settings | algorithms] [--json]\n"
-               "       collx-info --settings-markdown\n"
+               "       collx-info --settings-markdown | --algorithms-markdown\n"
                "       collx-info topo [--json | --dot] [--xml FILE | --synthetic DESCRIPTION]\n"
                "       collx-info hang DIR\n"
                "  (no argument)        version, build features, transports, settings, algorithm choices\n"
@@ -256,6 +259,7 @@ int usage(FILE* f) {
                "                       (honours COLLX_ALGO; an invalid COLLX_ALGO exits 1)\n"
                "  --json               the whole report as JSON\n"
                "  --settings-markdown  the environment reference (docs/environment.md)\n"
+               "  --algorithms-markdown  which algorithm implements which collective (docs/algorithms.md)\n"
                "  topo                 this machine's topology as a tree (--json: JSON, --dot: Graphviz);\n"
                "                       --xml FILE or --synthetic 'pack:2 core:4 pu:2' load another (hwloc)\n"
                "  hang DIR             one line per stuck collective from the flight-record dumps in DIR:\n"
@@ -302,6 +306,11 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--settings-markdown") == 0) {
     if (argc > 2) return usage(stderr);
     std::fputs(collx::settings_markdown().c_str(), stdout);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--algorithms-markdown") == 0) {
+    if (argc > 2) return usage(stderr);
+    std::fputs(collx::algorithms_markdown().c_str(), stdout);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "topo") == 0) return topo_main(argc, argv);

@@ -54,6 +54,11 @@ check "bad flag exits 2" test $? -eq 2
 "$info" --settings-markdown >"$out" 2>&1
 check "--settings-markdown equals docs/environment.md" cmp -s "$out" "$src/docs/environment.md"
 
+"$info" --algorithms-markdown >"$out" 2>&1
+check "--algorithms-markdown equals docs/algorithms.md" cmp -s "$out" "$src/docs/algorithms.md"
+"$info" algorithms >"$out" 2>&1
+check "algorithms lists the registry" grep -Eq '^  binomial +broadcast, reduce: ' "$out"
+
 # Topology (hwloc): a tree, JSON and Graphviz, of this machine and of the test XML.
 xml="$src/lib/topo/testdata/two_sockets_gpus_nics.xml"
 if "$info" | grep -Eq '^  hwloc +found'; then

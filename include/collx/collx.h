@@ -130,16 +130,18 @@ typedef enum collx_coll {
 
 /* Algorithms. COLLX_ALGO_AUTO lets the library choose by collective and size; the others
  * force a schedule (COLLX_ERR_INVALID_ARG when it does not implement that collective).
- * The environment variable COLLX_ALGO overrides AUTO (see collx-info). */
+ * The environment variable COLLX_ALGO overrides AUTO (see collx-info). Each comment lists
+ * the collectives the algorithm implements, then what it does: the library's registry
+ * (docs/algorithms.md) and a test keep the lists equal. */
 typedef enum collx_algorithm {
   COLLX_ALGO_AUTO = 0,
-  COLLX_ALGO_RING = 1,               /* allreduce, reduce_scatter, allgather */
-  COLLX_ALGO_RECURSIVE_DOUBLING = 2, /* allreduce (small messages) */
-  COLLX_ALGO_BINOMIAL = 3,           /* broadcast, reduce */
-  COLLX_ALGO_PAIRWISE = 4,           /* alltoall, allgatherv, alltoallv, reduce_scatterv */
-  COLLX_ALGO_DISSEMINATION = 5,      /* barrier */
-  COLLX_ALGO_DIRECT = 6,             /* send/recv; gather, scatter, gatherv, scatterv (the root
-                                        exchanges with every rank directly) */
+  COLLX_ALGO_RING = 1,               /* allreduce, reduce_scatter, allgather: ring, pipelined (large messages) */
+  COLLX_ALGO_RECURSIVE_DOUBLING = 2, /* allreduce: log2 p whole-vector exchanges (small messages) */
+  COLLX_ALGO_BINOMIAL = 3,           /* broadcast, reduce: binomial tree */
+  COLLX_ALGO_PAIRWISE = 4,           /* alltoall, allgatherv, alltoallv, reduce_scatterv: step s pairs r, r+s */
+  COLLX_ALGO_DISSEMINATION = 5,      /* barrier: log2 p rounds */
+  COLLX_ALGO_DIRECT = 6,             /* send, recv, gather, scatter, gatherv, scatterv: the root
+                                        exchanges with every rank directly */
   COLLX_ALGO_RABENSEIFNER = 7,       /* allreduce: recursive halving + doubling (large messages) */
   COLLX_ALGO_DOUBLE_TREE = 8,        /* allreduce: two pipelined binary trees (NCCL's double binary tree) */
   COLLX_ALGO_SHARED_MEMORY = 9,      /* allreduce, reduce_scatter, allgather: every rank reads its peers'

@@ -124,6 +124,8 @@ collx_status_t collx_explain(collx_comm_t comm, collx_coll_t coll, size_t count,
     if (!comm || !comm->impl) return api::null_handle("comm");
     if (!len) return api::null_handle("len");
     std::string text;
+    COLLX_RETURN_IF_ERROR(comm->impl->check_choice("collx_explain", coll, static_cast<int32_t>(datatype),
+                                                   COLLX_ALGO_AUTO));
     COLLX_RETURN_IF_ERROR(comm->impl->explain(coll, count, datatype, &text));
     const size_t needed = text.size() + 1;
     const size_t capacity = *len;
@@ -161,10 +163,10 @@ collx_status_t collx_select_algorithm(collx_comm_t comm, collx_coll_t coll, size
     if (!algorithm) return api::null_handle("algorithm");
     CollCall call;
     COLLX_RETURN_IF_ERROR(api::read_opts(opts, &call));
-    if (static_cast<int32_t>(coll) < 0 || static_cast<int32_t>(coll) >= COLLX_NUM_COLLS) {
-      return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: unknown collective %d", static_cast<int>(coll));
-    }
-    return comm->impl->select_algorithm(coll, count, static_cast<int32_t>(datatype), call.algorithm, algorithm);
+    COLLX_RETURN_IF_ERROR(comm->impl->check_choice("select_algorithm", coll, static_cast<int32_t>(datatype),
+                                                   call.algorithm));
+    *algorithm = comm->impl->choose_algorithm(coll, count, static_cast<int32_t>(datatype), call.algorithm);
+    return Status::Ok();
   });
 }
 

@@ -126,7 +126,9 @@ collx_status_t collx_op_from_name(const char* name, collx_op_t* out) {
 collx_status_t collx_algorithm_from_name(const char* name, collx_algorithm_t* out) {
   return api::guarded(nullptr, [&]() -> Status {
     if (!name || !out) return api::null_handle(!name ? "name" : "out");
-    if (!algorithm_from_name(name, out)) return make_status(COLLX_ERR_INVALID_ARG, "unknown algorithm '%s'", name);
+    if (!algorithm_from_name(name, out)) {
+      return make_status(COLLX_ERR_INVALID_ARG, "unknown algorithm '%s' (known: %s)", name, algorithm_names().c_str());
+    }
     return Status::Ok();
   });
 }

@@ -136,13 +136,19 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status send_recv(const CollCall& call);
   Status post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>* out);
 
-  // datatype and forced are raw values (validated here).
   // Text explaining the automatic choice for (coll, count, datatype): every candidate with
-  // its predicted time, the one chosen and why (collx_explain).
+  // its predicted time, the one chosen and why (collx_explain). Arguments checked by
+  // check_choice().
   Status explain(collx_coll_t coll, size_t count, int32_t datatype, std::string* out) const;
   const char* transport_name() const { return transport_ ? transport_->name() : "none"; }
-  Status select_algorithm(collx_coll_t coll, size_t count, int32_t datatype, int32_t forced,
-                          collx_algorithm_t* out) const;
+  // The arguments of a question about the choice (collx_select_algorithm, collx_explain),
+  // raw values: a known collective and datatype, and `forced` an algorithm that implements
+  // it and can run here (validate.cc). `who` prefixes the message.
+  Status check_choice(const char* who, collx_coll_t coll, int32_t datatype, int32_t forced) const;
+  // The algorithm for (coll, count elements, datatype): `forced` unless AUTO, else the first
+  // COLLX_ALGO rule that matches, else the cost model. Arguments already checked (by
+  // validate() for calls, check_choice() for questions); never fails, never communicates.
+  collx_algorithm_t choose_algorithm(collx_coll_t coll, size_t count, int32_t datatype, int32_t forced) const;
 
   // Grouped calls (comm_group.cc): the check of a call recorded inside a group (arguments,
   // health), made when it is recorded so a bad argument is reported by the call itself.
@@ -177,7 +183,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void use_cost_model();  // model_ for transport_, tuned or default
   void use_ring_order(const std::vector<std::string>& host_of_rank);  // ring_order_, ring_position_
   std::string nearest_interface(const std::string& route_to_host) const;
+  // Every argument rule of a call, once (validate.cc); the memory-kind rule through
+  // device_check() (comm_device.cc).
   Status validate(const CollCall& call) const;
+  // `forced` (a raw collx_algorithm_t) implements `coll` by the registry and what it needs
+  // holds on this communicator (shared boards).
+  Status check_forced(const char* who, collx_coll_t coll, int32_t forced) const;
   Status validate_v(const CollCall& call) const;  // v-collectives (validate_v.cc)
   Status prepare(const CollCall& call, transport::OpDesc* desc) const;
   // Runs one collective on the calling thread (caller or executor). Poisons on failure.
@@ -205,6 +216,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void fail(const Status& status);
   Status unusable() const;
   std::string context_of(const transport::OpDesc& desc) const;
+  int64_t timeout_for(int64_t call_timeout_ms) const;  // the call's, else the communicator's (< 0: none)
   Deadline deadline_for(int64_t call_timeout_ms) const;
   Status wait_p2p(RequestImpl* request, Deadline wait_deadline);
 
@@ -223,9 +235,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // it is the rank order (one host, or ranks already placed host by host).
   std::vector<int> ring_order_;
   int ring_position_ = 0;
-  // The last automatic choice prepare() made: training loops repeat the same call, and the
-  // model's predictions cost more than the rest of a small call. Only prepare() (the one
-  // thread using the communicator) reads and writes it.
+  // The one algorithm cache: the last choice prepare() made, for (coll, count, datatype,
+  // forced), the only inputs of choose_algorithm() that vary between calls. Training loops
+  // repeat the same call, and the model's predictions cost more than the rest of a small
+  // call. Only prepare() (the one thread using the communicator) reads and writes it.
   struct LastChoice {
     bool valid = false;
     collx_coll_t coll = COLLX_COLL_ALLREDUCE;
@@ -234,9 +247,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
     collx_algorithm_t algorithm = COLLX_ALGO_AUTO;
   };
   mutable LastChoice last_choice_;
-  // The last call prepare() accepted, as validate() saw it, and its algorithm: a repeat
-  // skips validation and choice. Same single-thread rule as last_choice_.
-  struct LastCall {
+  // The last call validate() accepted in prepare(), as it saw it: a repeat skips validation
+  // (not the choice, which LastChoice caches). Same single-thread rule as last_choice_.
+  struct LastValidated {
     bool valid = false;
     collx_coll_t coll = COLLX_COLL_ALLREDUCE;
     const void* sendbuf = nullptr;
@@ -244,9 +257,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
     size_t count = 0;
     int32_t datatype = 0, op = 0, algorithm = 0;
     int root = 0, peer = 0, tag = 0, mem_kind = 0;
-    collx_algorithm_t chosen = COLLX_ALGO_AUTO;
   };
-  mutable LastCall last_call_;
+  mutable LastValidated last_validated_;
   uint64_t coll_seq_ = 0;       // last sequence number handed out
   uint64_t children_ = 0;       // split/dup counter (prefixes of children)
   uint64_t shrinks_ = 0;        // shrink counter (prefixes of shrink agreements)

@@ -3,10 +3,11 @@
 #include <chrono>
 #include <cstring>
 
+#include "algorithms/registry.h"
 #include "lib/common/exception_status.h"
 #include "lib/common/log.h"
 #include "lib/core/comm.h"
-#include "lib/core/comm_device.h"  // CUDA hook
+#include "lib/core/comm_device.h"  // CUDA hook (device_buffers, capture_check)
 #include "lib/core/names.h"
 #include "lib/dtype/datatype.h"
 
@@ -35,79 +36,63 @@ uint64_t counts_hash(const std::vector<size_t>& counts) {
 
 }  // namespace
 
+int64_t Communicator::timeout_for(int64_t call_timeout_ms) const {
+  return call_timeout_ms >= 0 ? call_timeout_ms : settings_.timeout_ms;
+}
+
 Deadline Communicator::deadline_for(int64_t call_timeout_ms) const {
-  return Deadline::after_ms(call_timeout_ms >= 0 ? call_timeout_ms : settings_.timeout_ms);
+  return Deadline::after_ms(timeout_for(call_timeout_ms));
 }
 
 std::string Communicator::context_of(const transport::OpDesc& desc) const {
   return string_printf("%s on rank %d of '%s': ", describe_op(desc).c_str(), rank_, name_.c_str());
 }
 
-Status Communicator::select_algorithm(collx_coll_t coll, size_t count, int32_t datatype, int32_t forced,
-                                      collx_algorithm_t* out) const {
-  if (coll < 0 || coll >= COLLX_NUM_COLLS) {
-    return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: unknown collective %d", static_cast<int>(coll));
-  }
-  if (coll != COLLX_COLL_BARRIER && !datatype_valid(datatype)) {
-    return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: unknown datatype %d", static_cast<int>(datatype));
-  }
-  if (forced < 0 || forced >= COLLX_NUM_ALGORITHMS ||
-      !algorithm_implements(static_cast<collx_algorithm_t>(forced), coll)) {
-    return make_status(COLLX_ERR_INVALID_ARG, "select_algorithm: algorithm '%s' (%d) does not implement %s",
-                       algorithm_name(forced), static_cast<int>(forced), coll_name(coll));
-  }
-  if (forced == COLLX_ALGO_SHARED_MEMORY && (!transport_ || transport_->shared_boards() == nullptr)) {
-    return make_status(COLLX_ERR_INVALID_ARG,
-                       "select_algorithm: algorithm 'shared_memory' needs the shm transport (every rank on one host); "
-                       "this communicator uses %s",
-                       transport_name());
-  }
+collx_algorithm_t Communicator::choose_algorithm(collx_coll_t coll, size_t count, int32_t datatype,
+                                                 int32_t forced) const {
   const size_t element = coll == COLLX_COLL_BARRIER ? 0 : datatype_size(datatype);
   const uint64_t bytes = selection_bytes(coll, count, element, size_);
-  *out = settings_.selector.choose(coll, bytes, size_, static_cast<collx_algorithm_t>(forced), model_,
-                                   settings_.chunk_bytes);
-  if (*out == COLLX_ALGO_SHARED_MEMORY && model_.shared_board_half_bytes() == 0) {
+  const collx_algorithm_t chosen = settings_.selector.choose(coll, bytes, size_, static_cast<collx_algorithm_t>(forced),
+                                                             model_, settings_.chunk_bytes);
+  if (chosen == COLLX_ALGO_SHARED_MEMORY && model_.shared_board_half_bytes() == 0) {
     // A COLLX_ALGO rule naming it, on a communicator that spans hosts: the rule cannot
-    // apply here, so the model chooses (a forced call was refused above).
-    *out = model_.best(coll, bytes, size_, settings_.chunk_bytes);
+    // apply here, so the model chooses (a forced call was refused by check_forced()).
+    return model_.best(coll, bytes, size_, settings_.chunk_bytes);
   }
-  return Status::Ok();
+  return chosen;
 }
 
 Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) const {
-  CollCall checked;                                   // CUDA hook (comm_device.cc)
-  COLLX_RETURN_IF_ERROR(device_check(call, &checked));  // CUDA hook (comm_device.cc)
-  COLLX_RETURN_IF_ERROR(capture_check(call));
-  // validate() and the choice depend only on the fields LastCall keeps (and on rank and
-  // size, which never change): a call equal to the last accepted one is accepted again and
-  // gets the same algorithm without repeating either.
-  LastCall& same = last_call_;
-  // A v-collective's arrays may hold new values at the same addresses: always validated.
-  const bool v_layout = coll_is_v(checked.coll);
-  const bool repeat = !v_layout && same.valid && same.coll == checked.coll && same.count == checked.count &&
-                      same.sendbuf == checked.sendbuf && same.recvbuf == checked.recvbuf &&
-                      same.datatype == checked.datatype && same.op == checked.op &&
-                      same.algorithm == checked.algorithm && same.root == checked.root &&
-                      same.peer == checked.peer && same.tag == checked.tag && same.mem_kind == checked.mem_kind;
-  if (!repeat) COLLX_RETURN_IF_ERROR(validate(checked));
-  if (failed_.load(std::memory_order_acquire)) return unusable();
-  collx_algorithm_t algorithm;
-  if (repeat) {
-    algorithm = same.chosen;
-  } else {
-    LastChoice& last = last_choice_;
-    const size_t count = v_layout ? total_count(call) : call.count;
-    if (last.valid && last.coll == call.coll && last.count == count && last.datatype == call.datatype &&
-        last.forced == call.algorithm) {
-      algorithm = last.algorithm;
-    } else {
-      COLLX_RETURN_IF_ERROR(select_algorithm(call.coll, count, call.datatype, call.algorithm, &algorithm));
-      last = LastChoice{true, call.coll, count, call.datatype, call.algorithm, algorithm};
+  // validate() depends only on the fields LastValidated keeps (and on rank, size and the
+  // transport, which never change): a call equal to the last one it accepted is accepted
+  // again without it. A v-collective's arrays may hold new values at the same addresses:
+  // always validated.
+  LastValidated& same = last_validated_;
+  const bool v_layout = coll_is_v(call.coll);
+  const bool repeat = !v_layout && same.valid && same.coll == call.coll && same.count == call.count &&
+                      same.sendbuf == call.sendbuf && same.recvbuf == call.recvbuf &&
+                      same.datatype == call.datatype && same.op == call.op && same.algorithm == call.algorithm &&
+                      same.root == call.root && same.peer == call.peer && same.tag == call.tag &&
+                      same.mem_kind == call.mem_kind;
+  if (!repeat) {
+    COLLX_RETURN_IF_ERROR(validate(call));
+    if (!v_layout) {
+      same = LastValidated{true,          call.coll, call.sendbuf, call.recvbuf, call.count, call.datatype,
+                           call.op,       call.algorithm, call.root, call.peer, call.tag, call.mem_kind};
     }
-    same = LastCall{true,          checked.coll, checked.sendbuf, checked.recvbuf, checked.count,
-                    checked.datatype, checked.op, checked.algorithm, checked.root, checked.peer,
-                    checked.tag,    checked.mem_kind, algorithm};
   }
+  COLLX_RETURN_IF_ERROR(capture_check(call));  // the stream's state, not an argument: every call
+  if (failed_.load(std::memory_order_acquire)) return unusable();
+  // The choice depends on (coll, count, datatype, forced) only; a v-collective chooses by
+  // the total of its counts.
+  const size_t count = v_layout ? total_count(call) : call.count;
+  LastChoice& last = last_choice_;
+  if (!last.valid || last.coll != call.coll || last.count != count || last.datatype != call.datatype ||
+      last.forced != call.algorithm) {
+    last = LastChoice{true, call.coll, count, call.datatype, call.algorithm,
+                      choose_algorithm(call.coll, count, call.datatype, call.algorithm)};
+  }
+  const collx_algorithm_t algorithm = last.algorithm;
   desc->kind = static_cast<uint8_t>(call.coll);
   desc->datatype = call.coll == COLLX_COLL_BARRIER ? 0 : static_cast<uint8_t>(call.datatype);
   desc->op = coll_reduces(call.coll) ? static_cast<uint8_t>(call.op) : 0;
@@ -168,7 +153,7 @@ Status Communicator::execute(const CollCall& call, const transport::OpDesc& desc
   if (failed_.load(std::memory_order_acquire)) return unusable();
   // One clock reading is the start of the deadline and of the flight record (none when
   // neither needs it).
-  const int64_t timeout_ms = call.timeout_ms >= 0 ? call.timeout_ms : settings_.timeout_ms;  // as deadline_for
+  const int64_t timeout_ms = timeout_for(call.timeout_ms);
   const Deadline::Clock::time_point now =
       timeout_ms >= 0 || flight_.enabled() ? Deadline::Clock::now() : Deadline::Clock::time_point();
   const Deadline deadline = Deadline::after_ms(timeout_ms, now);
@@ -230,53 +215,11 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
     // The empty messages of a barrier carry this call's OpDesc, which is what gets compared.
     return algo::barrier_dissemination(ctx, args);
   }
-  switch (static_cast<collx_algorithm_t>(args.desc.algorithm)) {
-    case COLLX_ALGO_RING:
-      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_ring(ctx, args);
-      if (args.desc.kind == COLLX_COLL_REDUCE_SCATTER) return algo::reduce_scatter_ring(ctx, args);
-      if (args.desc.kind == COLLX_COLL_ALLGATHER) return algo::allgather_ring(ctx, args);
-      break;
-    case COLLX_ALGO_RECURSIVE_DOUBLING:
-      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_recursive_doubling(ctx, args);
-      break;
-    case COLLX_ALGO_RABENSEIFNER:
-      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_rabenseifner(ctx, args);
-      break;
-    case COLLX_ALGO_DOUBLE_TREE:
-      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_double_tree(ctx, args);
-      break;
-    case COLLX_ALGO_HIERARCHICAL:  // comm_hierarchy.cc
-      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return allreduce_hierarchical(ctx, args);
-      break;
-    case COLLX_ALGO_SHARED_MEMORY:
-      if (args.desc.kind == COLLX_COLL_ALLREDUCE) return algo::allreduce_shared_memory(ctx, args);
-      if (args.desc.kind == COLLX_COLL_REDUCE_SCATTER) return algo::reduce_scatter_shared_memory(ctx, args);
-      if (args.desc.kind == COLLX_COLL_ALLGATHER) return algo::allgather_shared_memory(ctx, args);
-      break;
-    case COLLX_ALGO_BINOMIAL:
-      if (args.desc.kind == COLLX_COLL_BROADCAST) return algo::broadcast_binomial(ctx, args);
-      if (args.desc.kind == COLLX_COLL_REDUCE) return algo::reduce_binomial(ctx, args);
-      break;
-    case COLLX_ALGO_PAIRWISE:
-      if (args.desc.kind == COLLX_COLL_ALLTOALL) return algo::alltoall_pairwise(ctx, args);
-      if (args.desc.kind == COLLX_COLL_ALLGATHERV) return algo::allgatherv_pairwise(ctx, args);
-      if (args.desc.kind == COLLX_COLL_ALLTOALLV) return algo::alltoallv_pairwise(ctx, args);
-      if (args.desc.kind == COLLX_COLL_REDUCE_SCATTERV) return algo::reduce_scatterv_pairwise(ctx, args);
-      break;
-    case COLLX_ALGO_DIRECT:
-      if (args.desc.kind == COLLX_COLL_GATHER) return algo::gather_direct(ctx, args);
-      if (args.desc.kind == COLLX_COLL_SCATTER) return algo::scatter_direct(ctx, args);
-      if (args.desc.kind == COLLX_COLL_GATHERV) return algo::gatherv_direct(ctx, args);
-      if (args.desc.kind == COLLX_COLL_SCATTERV) return algo::scatterv_direct(ctx, args);
-      break;
-    case COLLX_ALGO_DISSEMINATION:
-      if (args.desc.kind == COLLX_COLL_BARRIER) return algo::barrier_dissemination(ctx, args);
-      break;
-    default:
-      break;
-  }
-  return make_status(COLLX_ERR_INTERNAL, "no schedule for algorithm %d of collective %d", args.desc.algorithm,
-                     args.desc.kind);
+  const algo::Implementation* entry = algo::find_implementation(args.desc.algorithm, args.desc.kind);
+  if (entry && entry->run) return entry->run(ctx, args);
+  if (entry && entry->algorithm == COLLX_ALGO_HIERARCHICAL) return allreduce_hierarchical(ctx, args);  // comm_hierarchy.cc
+  return make_status(COLLX_ERR_INTERNAL, "no schedule for algorithm '%s' of %s in the registry",
+                     algorithm_name(args.desc.algorithm), coll_name(args.desc.kind));
 }
 
 Status Communicator::dispatch(const CollCall& call, const transport::OpDesc& desc, Deadline deadline) {

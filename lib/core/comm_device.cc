@@ -66,8 +66,10 @@ class DeviceState {
   cuda_ipc::Peers ipc;
 };
 
-Status device_check(const CollCall& call, CollCall* checked) {
-  *checked = call;
+Status device_check(const CollCall& call) {
+  if (call.mem_kind < COLLX_MEM_AUTO || call.mem_kind > COLLX_MEM_CUDA) {
+    return make_status(COLLX_ERR_INVALID_ARG, "%s: unknown mem_kind %d in opts", coll_name(call.coll), call.mem_kind);
+  }
   // Buffers stated as host memory are not probed: each probe without a CUDA driver is a
   // failed dlopen search, milliseconds per call on a loaded machine.
   const bool probe = call.mem_kind == COLLX_MEM_AUTO;
@@ -77,14 +79,17 @@ Status device_check(const CollCall& call, CollCall* checked) {
     return make_status(COLLX_ERR_UNSUPPORTED, "%s: CUDA device buffers are not supported; pass host buffers",
                        coll_name(call.coll));
   }
-  if (call.mem_kind != COLLX_MEM_CUDA || !cuda::built_with_cuda()) return Status::Ok();  // validate() decides
+  if (call.mem_kind != COLLX_MEM_CUDA) return Status::Ok();
+  if (!cuda::built_with_cuda()) {
+    return make_status(COLLX_ERR_UNSUPPORTED, "%s: CUDA device buffers are not supported by this build",
+                       coll_name(call.coll));
+  }
   std::string why;
   if (cuda::device_count(&why) == 0) {
     return make_status(COLLX_ERR_UNSUPPORTED, "opts->mem_kind is COLLX_MEM_CUDA but no CUDA device is usable: %s",
                        why.c_str());
   }
-  checked->mem_kind = COLLX_MEM_HOST;  // the host checks (ranks, counts, overlap) hold as they are
-  return Status::Ok();
+  return Status::Ok();  // the host checks (ranks, counts, overlap) hold for device buffers as they are
 }
 
 bool device_buffers(const CollCall& call) {

@@ -5,8 +5,8 @@
 //   * CUDA IPC (transports/cuda_ipc): all-reduce, reduce-scatter and all-gather when every rank
 //     is on this host and shm is allowed; peers read each other's device memory.
 //   * Staging: everything else runs the host algorithm on pinned host copies.
-// The hooks in comm_collective.cc: device_check() before validate(), and dispatch() handing
-// device buffers to Communicator::dispatch_device().
+// The hooks: validate() asks device_check() for the memory-kind rule, and dispatch() in
+// comm_collective.cc hands device buffers to Communicator::dispatch_device().
 #pragma once
 
 #include "lib/common/status.h"
@@ -14,9 +14,10 @@
 
 namespace collx {
 
-// The call validate() should see: an explicit COLLX_MEM_CUDA is accepted when this build and
-// machine have CUDA (COLLX_ERR_UNSUPPORTED naming why not otherwise).
-Status device_check(const CollCall& call, CollCall* checked);
+// The memory-kind rule of a call, part of validate(): mem_kind is one of collx_mem_kind_t
+// (COLLX_ERR_INVALID_ARG); an explicit COLLX_MEM_CUDA needs a CUDA build and a usable device,
+// and the v-collectives take host buffers only (COLLX_ERR_UNSUPPORTED naming why).
+Status device_check(const CollCall& call);
 
 // Whether the call's buffers are device memory (the kind from the options, or detected for
 // COLLX_MEM_AUTO). A call with no elements never is: every rank takes the host path for it.

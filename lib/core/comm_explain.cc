@@ -11,8 +11,7 @@
 namespace collx {
 
 Status Communicator::explain(collx_coll_t coll, size_t count, int32_t datatype, std::string* out) const {
-  collx_algorithm_t chosen;
-  COLLX_RETURN_IF_ERROR(select_algorithm(coll, count, datatype, COLLX_ALGO_AUTO, &chosen));
+  const collx_algorithm_t chosen = choose_algorithm(coll, count, datatype, COLLX_ALGO_AUTO);
   const size_t element = coll == COLLX_COLL_BARRIER ? 0 : datatype_size(datatype);
   const uint64_t bytes = selection_bytes(coll, count, element, size_);
   const std::string rule = settings_.selector.matching_rule(coll, bytes);

@@ -58,10 +58,9 @@ Status Communicator::check_recorded(const CollCall& call, CollCall* recorded) co
   LogRankScope log_rank(rank_);
   if (failed_.load(std::memory_order_acquire)) return unusable();
   *recorded = call;
-  CollCall checked;  // point-to-point too: device buffers are checked as for collectives
-  COLLX_RETURN_IF_ERROR(device_check(call, &checked));
+  // Point-to-point too: device buffers are checked as for collectives.
+  COLLX_RETURN_IF_ERROR(validate(call));
   COLLX_RETURN_IF_ERROR(capture_check(call));
-  COLLX_RETURN_IF_ERROR(validate(checked));
   // Detect the memory kind once: planning and running the group would ask again per call
   // (a CUDA driver probe each time where none is loaded).
   if (call.mem_kind == COLLX_MEM_AUTO && !device_buffers(call)) recorded->mem_kind = COLLX_MEM_HOST;
@@ -165,7 +164,7 @@ bool GroupBatch::fusable(const CollCall& call, uint64_t fuse_bytes, collx_algori
   if (fuse_bytes == 0 || call.coll != COLLX_COLL_ALLREDUCE || call.count == 0) return false;
   const uint64_t bytes = static_cast<uint64_t>(call.count) * datatype_size(call.datatype);
   if (bytes > fuse_bytes || device_buffers(call)) return false;
-  if (!comm_->select_algorithm(call.coll, call.count, call.datatype, call.algorithm, algorithm).ok()) return false;
+  *algorithm = comm_->choose_algorithm(call.coll, call.count, call.datatype, call.algorithm);  // validated when recorded
   return position_independent(*algorithm) && bytes <= fused_cap(*algorithm, fuse_bytes);
 }
 

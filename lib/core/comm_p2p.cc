@@ -27,10 +27,8 @@ transport::OpDesc p2p_desc(const CollCall& call) {
 
 Status Communicator::post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>* out) {
   LogRankScope log_rank(rank_);
-  CollCall checked;
-  COLLX_RETURN_IF_ERROR(device_check(call, &checked));  // CUDA hook (comm_device.cc)
+  COLLX_RETURN_IF_ERROR(validate(call));
   COLLX_RETURN_IF_ERROR(capture_check(call));
-  COLLX_RETURN_IF_ERROR(validate(checked));
   if (failed_.load(std::memory_order_acquire)) return unusable();
   auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/true);
   const transport::OpDesc desc = p2p_desc(call);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "algorithms/registry.h"
+
 namespace collx {
 namespace {
 
@@ -34,25 +36,19 @@ LinkCost default_link_cost(const std::string& transport) {
 }
 
 std::vector<collx_algorithm_t> CostModel::candidates(collx_coll_t coll) {
-  switch (coll) {
-    case COLLX_COLL_ALLREDUCE:
-      return {COLLX_ALGO_RECURSIVE_DOUBLING, COLLX_ALGO_RING, COLLX_ALGO_RABENSEIFNER};
-    case COLLX_COLL_REDUCE_SCATTER:
-    case COLLX_COLL_ALLGATHER:
-      return {COLLX_ALGO_RING};
-    case COLLX_COLL_BROADCAST:
-    case COLLX_COLL_REDUCE:
-      return {COLLX_ALGO_BINOMIAL};
-    case COLLX_COLL_ALLTOALL:
-    case COLLX_COLL_ALLGATHERV:
-    case COLLX_COLL_ALLTOALLV:
-    case COLLX_COLL_REDUCE_SCATTERV:
-      return {COLLX_ALGO_PAIRWISE};
-    case COLLX_COLL_BARRIER:
-      return {COLLX_ALGO_DISSEMINATION};
-    default:
-      return {COLLX_ALGO_DIRECT};
+  // The registry's automatic candidates of `coll`, by their tie-break position.
+  std::vector<const algo::Implementation*> ranked;
+  size_t count = 0;
+  const algo::Implementation* table = algo::implementations(&count);
+  for (size_t i = 0; i < count; ++i) {
+    if (table[i].coll == coll && table[i].auto_order >= 0) ranked.push_back(&table[i]);
   }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const algo::Implementation* a, const algo::Implementation* b) {
+    return a->auto_order < b->auto_order;
+  });
+  std::vector<collx_algorithm_t> out;
+  for (const algo::Implementation* entry : ranked) out.push_back(entry->algorithm);
+  return out;
 }
 
 Prediction CostModel::predict(collx_coll_t coll, collx_algorithm_t algorithm, uint64_t bytes, int ranks,

@@ -13,17 +13,24 @@
 //   binomial broadcast inside the host.
 #include <algorithm>
 
+#include "algorithms/registry.h"
 #include "lib/core/cost_model.h"
 
 namespace collx {
 
 std::vector<collx_algorithm_t> CostModel::candidates_here(collx_coll_t coll) const {
   std::vector<collx_algorithm_t> out = candidates(coll);
-  const bool shared_kind = coll == COLLX_COLL_ALLREDUCE || coll == COLLX_COLL_REDUCE_SCATTER ||
-                           coll == COLLX_COLL_ALLGATHER;
-  if (board_half_bytes_ > 0 && shared_kind) out.push_back(COLLX_ALGO_SHARED_MEMORY);  // cost_model_shared.cc
-  if (coll == COLLX_COLL_ALLREDUCE && hosts_.hosts > 1 && hosts_.max_per_host > 1) {
-    out.push_back(COLLX_ALGO_HIERARCHICAL);
+  // Then the registry's algorithms whose needs this communicator meets, in enum order.
+  unsigned met = algo::kNeedsNothing;
+  if (board_half_bytes_ > 0) met |= algo::kNeedsSharedBoards;  // cost_model_shared.cc
+  if (hosts_.hosts > 1 && hosts_.max_per_host > 1) met |= algo::kNeedsSeveralHosts;
+  size_t count = 0;
+  const algo::Implementation* table = algo::implementations(&count);
+  for (size_t i = 0; i < count; ++i) {
+    const unsigned needs = algo::algorithm_info(table[i].algorithm)->needs;
+    if (table[i].coll == coll && table[i].auto_order < 0 && needs != algo::kNeedsNothing && (needs & ~met) == 0) {
+      out.push_back(table[i].algorithm);
+    }
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "algorithms/registry.h"
 #include "lib/common/status.h"
 #include "lib/dtype/datatype.h"
 
@@ -13,10 +14,6 @@ const char* const kCollNames[COLLX_NUM_COLLS] = {
     "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce",
     "alltoall",  "barrier",        "send",      "recv",   "gather", "scatter", "allgatherv",
     "alltoallv", "reduce_scatterv", "gatherv",   "scatterv"};
-
-const char* const kAlgorithmNames[COLLX_NUM_ALGORITHMS] = {
-    "auto", "ring", "recursive_doubling", "binomial", "pairwise", "dissemination", "direct", "rabenseifner",
-    "double_tree", "shared_memory", "hierarchical"};
 
 std::string normalize(const std::string& name) {
   std::string out;
@@ -34,7 +31,8 @@ const char* coll_name(int coll) {
 }
 
 const char* algorithm_name(int algorithm) {
-  return algorithm >= 0 && algorithm < COLLX_NUM_ALGORITHMS ? kAlgorithmNames[algorithm] : "unknown";
+  const algo::AlgorithmInfo* info = algo::algorithm_info(algorithm);
+  return info ? info->name : "unknown";
 }
 
 bool coll_from_name(const std::string& name, collx_coll_t* out) {
@@ -57,7 +55,7 @@ bool algorithm_from_name(const std::string& name, collx_algorithm_t* out) {
   if (n == "tree") n = "double_tree";
   if (n == "shm") n = "shared_memory";
   for (int i = 0; i < COLLX_NUM_ALGORITHMS; ++i) {
-    if (n == kAlgorithmNames[i]) {
+    if (n == algo::algorithms()[i].name) {
       *out = static_cast<collx_algorithm_t>(i);
       return true;
     }
@@ -83,33 +81,38 @@ bool coll_is_v(int coll) {
 bool coll_counts_hashed(int coll) { return coll == COLLX_COLL_ALLGATHERV || coll == COLLX_COLL_REDUCE_SCATTERV; }
 
 bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll) {
-  switch (algorithm) {
-    case COLLX_ALGO_AUTO:
-      return true;
-    case COLLX_ALGO_RING:
-      return coll == COLLX_COLL_ALLREDUCE || coll == COLLX_COLL_REDUCE_SCATTER ||
-             coll == COLLX_COLL_ALLGATHER;
-    case COLLX_ALGO_RECURSIVE_DOUBLING:
-    case COLLX_ALGO_RABENSEIFNER:
-    case COLLX_ALGO_DOUBLE_TREE:
-    case COLLX_ALGO_HIERARCHICAL:
-      return coll == COLLX_COLL_ALLREDUCE;
-    case COLLX_ALGO_SHARED_MEMORY:
-      return coll == COLLX_COLL_ALLREDUCE || coll == COLLX_COLL_REDUCE_SCATTER ||
-             coll == COLLX_COLL_ALLGATHER;
-    case COLLX_ALGO_BINOMIAL:
-      return coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE;
-    case COLLX_ALGO_PAIRWISE:
-      return coll == COLLX_COLL_ALLTOALL || coll == COLLX_COLL_ALLGATHERV || coll == COLLX_COLL_ALLTOALLV ||
-             coll == COLLX_COLL_REDUCE_SCATTERV;
-    case COLLX_ALGO_DISSEMINATION:
-      return coll == COLLX_COLL_BARRIER;
-    case COLLX_ALGO_DIRECT:
-      return coll == COLLX_COLL_SEND || coll == COLLX_COLL_RECV || coll == COLLX_COLL_GATHER ||
-             coll == COLLX_COLL_SCATTER || coll == COLLX_COLL_GATHERV || coll == COLLX_COLL_SCATTERV;
-    default:
-      return false;
+  return algorithm == COLLX_ALGO_AUTO || algo::find_implementation(algorithm, coll) != nullptr;
+}
+
+std::string colls_of(int algorithm) {
+  std::string out;
+  size_t count = 0;
+  const algo::Implementation* table = algo::implementations(&count);
+  for (size_t i = 0; i < count; ++i) {
+    if (table[i].algorithm == algorithm) out += std::string(out.empty() ? "" : ", ") + coll_name(table[i].coll);
   }
+  return out;
+}
+
+std::string not_implemented(int algorithm, int coll) {
+  if (algorithm < 0 || algorithm >= COLLX_NUM_ALGORITHMS) {
+    return string_printf("unknown algorithm %d (valid: 0..%d, see collx_algorithm_t)", algorithm,
+                         COLLX_NUM_ALGORITHMS - 1);
+  }
+  return string_printf("algorithm '%s' does not implement %s (it implements %s)", algorithm_name(algorithm),
+                       coll_name(coll), colls_of(algorithm).c_str());
+}
+
+std::string algorithm_names() {
+  std::string out;
+  for (int i = 1; i < COLLX_NUM_ALGORITHMS; ++i) out += std::string(algo::algorithms()[i].name) + ", ";
+  return out + algo::algorithms()[COLLX_ALGO_AUTO].name;
+}
+
+std::string coll_names() {
+  std::string out;
+  for (int i = 0; i < COLLX_NUM_COLLS; ++i) out += std::string(i ? ", " : "") + kCollNames[i];
+  return out;
 }
 
 std::string describe_op(const transport::OpDesc& d) {

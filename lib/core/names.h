@@ -28,8 +28,18 @@ bool coll_is_v(int coll);
 // message per block, whose size the receiver compares with the count it passed.
 bool coll_counts_hashed(int coll);
 
-// True when `algorithm` has a schedule for `coll` (AUTO implements everything).
+// True when `algorithm` has a schedule for `coll` in the registry (algorithms/registry.h);
+// AUTO implements everything.
 bool algorithm_implements(collx_algorithm_t algorithm, collx_coll_t coll);
+// The collectives `algorithm` implements, in registry order: "allreduce, reduce_scatter".
+std::string colls_of(int algorithm);
+// Why (algorithm, coll) is refused, for every refusal of an unimplemented pair (validation,
+// collx_select_algorithm, COLLX_ALGO): "algorithm 'pairwise' does not implement allreduce
+// (it implements alltoall, ...)", or "unknown algorithm 12 (...)" out of range.
+std::string not_implemented(int algorithm, int coll);
+// Every algorithm name ("ring, ..., auto") and every collective name, for "known:" lists.
+std::string algorithm_names();
+std::string coll_names();
 
 // "allreduce #12 (count 1000, float32, sum, ring)", "send (count 8, int32)", ...
 std::string describe_op(const transport::OpDesc& desc);

@@ -1,4 +1,5 @@
-// prepare() skips validation and algorithm choice for a call equal to the last accepted one:
+// prepare() skips validation for a call equal to the last accepted one (and reuses the cached
+// choice for the same collective, count, type and forced algorithm):
 // a call that differs in any checked field (buffers, count, type, op, root, algorithm) must
 // still be refused, and the accepted call must keep working (and computing) afterwards.
 #include <gtest/gtest.h>

@@ -23,9 +23,7 @@ Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out)
     std::vector<std::string> fields = split_trimmed(rule, ':');
     collx_algorithm_t algorithm;
     if (!algorithm_from_name(fields.back(), &algorithm)) {
-      return bad_rule(rule, "unknown algorithm '" + fields.back() +
-                                "' (known: ring, recursive_doubling, rabenseifner, double_tree, hierarchical, binomial, "
-                                "pairwise, dissemination, direct, auto)");
+      return bad_rule(rule, "unknown algorithm '" + fields.back() + "' (known: " + algorithm_names() + ")");
     }
     if (fields.size() == 1) {
       // A bare algorithm applies to every collective it implements.
@@ -45,15 +43,9 @@ Status AlgorithmSelector::parse(const std::string& spec, AlgorithmSelector* out)
     }
     collx_coll_t coll;
     if (!coll_from_name(fields[0], &coll)) {
-      return bad_rule(rule, "unknown collective '" + fields[0] +
-                                "' (known: allreduce, reduce_scatter, allgather, broadcast, "
-                                "reduce, alltoall, barrier, send, recv, gather, scatter, allgatherv, alltoallv, "
-                                "reduce_scatterv, gatherv, scatterv)");
+      return bad_rule(rule, "unknown collective '" + fields[0] + "' (known: " + coll_names() + ")");
     }
-    if (!algorithm_implements(algorithm, coll)) {
-      return bad_rule(rule, std::string("algorithm '") + algorithm_name(algorithm) +
-                                "' does not implement " + coll_name(coll));
-    }
+    if (!algorithm_implements(algorithm, coll)) return bad_rule(rule, not_implemented(algorithm, coll));
     uint64_t min_bytes = 0, max_bytes = UINT64_MAX;
     if (fields.size() == 3) {
       std::vector<std::string> range = split_trimmed(fields[1], '-');

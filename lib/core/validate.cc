@@ -1,8 +1,11 @@
-// Argument checks of every call: nothing is sent and no sequence number is used when one
-// fails, so the communicator stays usable (COLLX_ERR_INVALID_ARG).
+// Argument checks of every call, each rule here once: nothing is sent and no sequence number
+// is used when one fails, so the communicator stays usable (COLLX_ERR_INVALID_ARG). The API
+// layer checked handles, output pointers and the options' size before.
 #include <cstdint>
 
+#include "algorithms/registry.h"
 #include "lib/core/comm.h"
+#include "lib/core/comm_device.h"
 #include "lib/core/names.h"
 #include "lib/dtype/datatype.h"
 
@@ -39,33 +42,46 @@ bool total_bytes(size_t count, size_t multiplier, size_t element, size_t* out) {
   return true;
 }
 
+Status check_datatype(const char* who, int32_t datatype) {
+  if (datatype_valid(datatype)) return Status::Ok();
+  return invalid(who, "%s", string_printf("unknown datatype %d (valid: 0..%d, see collx_datatype_t)",
+                                          static_cast<int>(datatype), COLLX_NUM_DATATYPES - 1));
+}
+
 }  // namespace
+
+Status Communicator::check_choice(const char* who, collx_coll_t coll, int32_t datatype, int32_t forced) const {
+  if (static_cast<int>(coll) < 0 || static_cast<int>(coll) >= COLLX_NUM_COLLS) {
+    return invalid(who, "%s", string_printf("unknown collective %d (valid: 0..%d, see collx_coll_t)",
+                                            static_cast<int>(coll), COLLX_NUM_COLLS - 1));
+  }
+  if (coll != COLLX_COLL_BARRIER) COLLX_RETURN_IF_ERROR(check_datatype(who, datatype));
+  return check_forced(who, coll, forced);
+}
+
+Status Communicator::check_forced(const char* who, collx_coll_t coll, int32_t forced) const {
+  if (forced == COLLX_ALGO_AUTO) return Status::Ok();
+  // The raw value is looked up, never cast to the enum first: it may be out of its range.
+  if (algo::find_implementation(forced, coll) == nullptr) return invalid(who, "%s", not_implemented(forced, coll));
+  const algo::AlgorithmInfo* info = algo::algorithm_info(forced);
+  if ((info->needs & algo::kNeedsSharedBoards) && (!transport_ || transport_->shared_boards() == nullptr)) {
+    return invalid(who, "%s", string_printf("algorithm '%s' needs the shm transport (every rank on one host); this "
+                                            "communicator uses %s", info->name, transport_name()));
+  }
+  return Status::Ok();
+}
 
 Status Communicator::validate(const CollCall& c) const {
   const char* name = coll_name(c.coll);
   const bool has_data = c.coll != COLLX_COLL_BARRIER;
   const bool reduces = coll_reduces(c.coll);
-  if (has_data && !datatype_valid(c.datatype)) {
-    return invalid(name, "%s", string_printf("unknown datatype %d (valid: 0..%d, see collx_datatype_t)",
-                                             static_cast<int>(c.datatype), COLLX_NUM_DATATYPES - 1));
-  }
+  if (has_data) COLLX_RETURN_IF_ERROR(check_datatype(name, c.datatype));
   if (reduces && !op_valid(c.op)) {
     return invalid(name, "%s", string_printf("unknown reduction op %d (valid: 0..%d, see collx_op_t)",
                                              static_cast<int>(c.op), COLLX_NUM_OPS - 1));
   }
-  if (c.algorithm < 0 || c.algorithm >= COLLX_NUM_ALGORITHMS) {
-    return invalid(name, "%s", string_printf("unknown algorithm %d in opts", static_cast<int>(c.algorithm)));
-  }
-  if (!algorithm_implements(static_cast<collx_algorithm_t>(c.algorithm), c.coll)) {
-    return invalid(name, "%s", std::string("algorithm '") + algorithm_name(c.algorithm) +
-                                   "' does not implement " + coll_name(c.coll));
-  }
-  if (c.mem_kind == COLLX_MEM_CUDA) {
-    return make_status(COLLX_ERR_UNSUPPORTED, "%s: CUDA device buffers are not supported by this build", name);
-  }
-  if (c.mem_kind < COLLX_MEM_AUTO || c.mem_kind > COLLX_MEM_CUDA) {
-    return invalid(name, "%s", string_printf("unknown mem_kind %d in opts", c.mem_kind));
-  }
+  COLLX_RETURN_IF_ERROR(check_forced(name, c.coll, c.algorithm));
+  COLLX_RETURN_IF_ERROR(device_check(c));  // the memory-kind rule (comm_device.cc)
   if (coll_has_root(c.coll) && (c.root < 0 || c.root >= size_)) {
     return invalid(name, "%s", string_printf("root %d is out of range for a communicator of %d ranks", c.root, size_));
   }

@@ -61,6 +61,14 @@ def test_layout():
         check(collx.parse_datatype(name) == dt, "datatype %s <-> %s" % (dt.name, name))
     for op in collx.Op:
         check(collx.parse_op(_lib.cstr(_lib.lib.collx_op_name(int(op)))) == op, "op %s" % op.name)
+    # Algorithm names come from the library's registry (algorithms/registry.cc).
+    for algo in collx.Algorithm:
+        name = _lib.cstr(_lib.lib.collx_algorithm_name(int(algo)))
+        check(name == algo.name.lower() and collx.parse_algorithm(name) == algo,
+              "algorithm %s <-> %s" % (algo.name, name))
+    check(len(collx.Algorithm) == collx.Algorithm.HIERARCHICAL + 1
+          and _lib.cstr(_lib.lib.collx_algorithm_name(len(collx.Algorithm))) == "unknown",
+          "collx.Algorithm lacks an algorithm of the library")
     for st in collx.Status:
         check(collx.status_name(st) == "COLLX_" + st.name, "status %s -> %s"
               % (st.name, collx.status_name(st)))
