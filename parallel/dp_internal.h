@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lib/common/deadline.h"
+#include "parallel/device_mem.h"
 #include "parallel/parallel_internal.h"
 
 namespace collx {
@@ -76,6 +77,11 @@ struct collx_dp_s {
   float* buffer = nullptr;
   size_t total = 0;
   std::vector<float> owned_buffer;  // when the caller passed no buffer
+  // Device buffers (config.mem_kind COLLX_MEM_CUDA): the buffer is device memory, every
+  // scaling and zeroing is queued on `stream`, the collectives are ordered on it too.
+  bool device = false;
+  void* stream = nullptr;
+  collx::parallel::DeviceMem owned_device;  // the owned buffer, on the device
   float pre = 1.0f;                 // factor applied before the collective
   float post = 1.0f;                // and after it
   std::vector<char> marked;         // per layout tensor (registration order)
@@ -99,8 +105,9 @@ void dp_drain(collx_dp_t dp);
 // Pre-scale (and 16-bit rounding) of bucket b, then its asynchronous collective into
 // bk.request. Sets nothing on failure but *why (any thread may call it).
 collx_status_t dp_start_bucket(collx_dp_t dp, size_t b, std::string* why);
-// Writes bucket bk's result back into the float32 buffer and applies the post-scale.
-void dp_complete_bucket(collx_dp_t dp, collx_dp_s::Bucket& bk);
+// Writes bucket bk's result back into the float32 buffer and applies the post-scale
+// (device buffers: queues the post-scale on the stream; a failure to queue it is returned).
+collx_status_t dp_complete_bucket(collx_dp_t dp, collx_dp_s::Bucket& bk, std::string* why);
 
 }  // namespace parallel
 }  // namespace collx

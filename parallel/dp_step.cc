@@ -116,7 +116,9 @@ collx_status_t wait_buckets(collx_dp_t dp, const Deadline& deadline) {
     if (st != COLLX_OK)
       return dp_fail(dp, st, "collx_dp_finish: bucket " + std::to_string(b) + " failed: " +
                                  comm_error(dp->comm, st));
-    dp_complete_bucket(dp, bk);
+    std::string why;
+    st = dp_complete_bucket(dp, bk, &why);
+    if (st != COLLX_OK) return dp_fail(dp, st, "collx_dp_finish: bucket " + std::to_string(b) + ": " + why);
   }
   return COLLX_OK;
 }
@@ -196,7 +198,12 @@ COLLX_API collx_status_t collx_dp_zero(collx_dp_t dp) {
     return dp_fail(dp, COLLX_ERR_INVALID_USAGE,
                    "collx_dp_zero: a micro-step is open or a bucket is in flight; call "
                    "collx_dp_finish first");
-  std::fill(dp->buffer, dp->buffer + dp->total, 0.0f);
+  if (!dp->device) {
+    std::fill(dp->buffer, dp->buffer + dp->total, 0.0f);
+    return COLLX_OK;
+  }
+  const collx::Status st = device_zero(dp->buffer, dp->total, dp->stream);  // queued on the stream
+  if (!st.ok()) return dp_fail(dp, st.code(), "collx_dp_zero: " + st.message());
   return COLLX_OK;
 }
 

@@ -30,6 +30,10 @@ collx_status_t finish_grads(collx_zero_t z, int64_t timeout_ms) {
   if (!reduce) return COLLX_OK;
   float* buf = nullptr;
   collx_dp_buffer(z->dp, &buf, nullptr);
+  if (z->device) {
+    st = zero_offload_grads(z, buf);
+    return st != COLLX_OK ? st : from_dp(z, collx_dp_zero(z->dp));
+  }
   for (const auto& seg : z->segments)
     for (size_t i = 0; i < seg.count; ++i) z->grad[seg.shard_offset + i] += buf[seg.buffer_offset + i];
   return from_dp(z, collx_dp_zero(z->dp));

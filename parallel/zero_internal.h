@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/device_mem.h"
 #include "parallel/dp_internal.h"
 #include "parallel/zero_memory.h"
 
@@ -53,6 +54,15 @@ struct collx_zero_s {
   Floats grad_buffer = counted(Mem::kGrads);
   collx_dp_t dp = nullptr;
   bool boundary = true;
+  // Device buffers (zero_device.cc; config.mem_kind COLLX_MEM_CUDA): the parameter view and
+  // the bucketed gradient buffer live on the device, every device operation is ordered on
+  // `stream`; with offload the shards above stay on the host and `staging` (pinned) carries the
+  // reduced owned ranges down and the updated shard up.
+  bool device = false;
+  void* stream = nullptr;
+  collx::parallel::DeviceMem params_dev;
+  collx::parallel::DeviceMem grad_buffer_dev;
+  collx::parallel::PinnedMem staging;  // shard_count floats
   // Stage 2 (zero2_grads.cc): each bucket gets a slot from a pool while it is filled and
   // reduced; the owned range is then added into `grad` and the slot reused.
   struct Slot {
@@ -118,6 +128,23 @@ bool zero3_over_limit(collx_zero_t z, size_t elems);
 collx_status_t zero3_fetch_unplanned(collx_zero_t z, const uint64_t* ids, size_t n);
 // Drops a gathered full copy and its live elements.
 void zero3_drop(collx_zero_t z, uint64_t id);
+
+// Device buffers (zero_device.cc). What a valid config cannot do on device buffers yet
+// (COLLX_ERR_UNSUPPORTED), else "".
+std::string zero_device_unsupported(const collx_zero_config_t& c);
+// Allocates the device parameter view and gradient buffer (zeroed on the stream).
+collx_status_t zero_device_init(collx_zero_t z);
+// The full parameter view (stages 0-2): device or host memory.
+float* zero_params(collx_zero_t z);
+// Offload: copies the reduced owned ranges of the device gradient buffer to the host
+// (waiting for the stream) and adds them into the gradient shard.
+collx_status_t zero_offload_grads(collx_zero_t z, const float* buffer);
+// Offload: queues the copy of the master shard into the owned ranges of the device
+// parameter view (through `staging`, so the host may change the master at once).
+collx_status_t zero_device_publish_copy(collx_zero_t z);
+// Writes count host floats into the device parameter view at `offset` and waits for the copy
+// (the caller's values may go when the call returns).
+collx_status_t zero_device_load_params(collx_zero_t z, size_t offset, const float* values, size_t count);
 
 // Stage 2 (zero2_grads.cc): sizes the per-bucket state; the gradient view of a tensor in
 // its bucket's slot; marks; end of the micro-step; waits for what is in flight (destroy).

@@ -51,6 +51,7 @@ collx_status_t load_state(collx_zero_t z, int32_t kind, uint64_t id, size_t toff
   zero_owned(z, pos, &own_off, &boff, &n);
   const size_t lo = std::max(own_off, toff), hi = std::min(own_off + n, toff + count);
   for (size_t i = lo; i < hi; ++i) (*state)[zero_shard_offset(z, pos, boff + (i - own_off))] = values[i - toff];
+  if (kind == COLLX_ZERO_MASTER && z->device) return zero_device_load_params(z, t.offset + toff, values, count);
   if (kind == COLLX_ZERO_MASTER && !z->params.empty())
     std::copy(values, values + count, z->params.begin() + static_cast<long>(t.offset + toff));
   return COLLX_OK;

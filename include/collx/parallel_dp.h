@@ -67,6 +67,21 @@ typedef struct collx_dp_config {
                           reports it. Default 1. */
   int64_t timeout_ms;  /* deadline of collx_dp_finish when its argument is < 0; default
                           60000 */
+  /* Device buffers (fields added later: a caller compiled without them gets the defaults,
+   * host buffers). */
+  int32_t mem_kind;    /* collx_mem_kind_t of the gradient buffer: COLLX_MEM_HOST (default),
+                          COLLX_MEM_CUDA (an owned buffer is allocated on the current device;
+                          a borrowed one must be device memory), or COLLX_MEM_AUTO (detected
+                          from grad_buffer; host when the reducer owns it). COLLX_MEM_CUDA
+                          needs a CUDA build with a usable device (or the emulated test
+                          device): else COLLX_ERR_UNSUPPORTED naming why. */
+  int32_t grad_dtype;  /* collx_datatype_t of the gradient buffer and its views: COLLX_FLOAT32
+                          only for now (16-bit gradient buffers: COLLX_ERR_UNSUPPORTED). */
+  void* stream;        /* device buffers: the caller's cudaStream_t (NULL = the legacy default
+                          stream). Zeroing, scaling and every bucket collective are ordered on
+                          it: gradients written by work queued on it before a mark are what
+                          the bucket reduces, and work queued on it after collx_dp_finish sees
+                          the reduced result. Ignored for host buffers. */
 } collx_dp_config_t;
 
 /* Fill *config with the defaults above and config->size = size. Local; thread-safe. */
@@ -89,7 +104,18 @@ COLLX_API collx_status_t collx_dp_create(collx_comm_t dp_comm, collx_layout_t la
  * reducer and its owned buffers. NULL is ignored. */
 COLLX_API collx_status_t collx_dp_destroy(collx_dp_t dp);
 
-/* The float32 view of tensor `tensor_id`'s gradient (numel elements at its layout offset)
+/* Device buffers (mem_kind COLLX_MEM_CUDA): the views and the buffer are device pointers;
+ * host code must not touch them. Everything the reducer does to the buffer runs on the
+ * device, ordered on config.stream: collx_dp_zero queues a memset; the pre-scale of a bucket
+ * is a kernel queued when the bucket is launched (on the marking thread, which never waits
+ * for the device), followed by the bucket's collective on the stream; collx_dp_finish waits
+ * for the collectives as on host buffers (the staged and IPC routes return once their last
+ * copy is queued on the stream; NCCL once the operation is queued), queues the post-scale
+ * kernels and returns WITHOUT waiting for the stream: read the views with work queued on
+ * config.stream (or after synchronizing it). 16-bit comm_dtype on device buffers:
+ * COLLX_ERR_UNSUPPORTED for now (it needs the device cast kernels).
+ *
+ * The float32 view of tensor `tensor_id`'s gradient (numel elements at its layout offset)
  * and the whole buffer. Pointers stay valid for the reducer's life. The engine may write
  * a view until it marks the tensor ready, and read it after collx_dp_finish. Local. */
 COLLX_API collx_status_t collx_dp_grad_ptr(collx_dp_t dp, uint64_t tensor_id, float** grad);
