@@ -1,8 +1,9 @@
-// ZeRO on device buffers (issue 14): the full parameter view and the bucketed gradient buffer
-// in device memory, ordered on the caller's stream. Supported now: stages 0 and 1 with
-// ZeRO-Offload (float32 master shard, gradient shard and optimizer state in host memory, the
-// host optimizer of zero_step.cc). The reduced owned ranges come down once per accumulation
-// window (the only place the host waits for the stream in a step); the updated shard goes up
+// ZeRO on device buffers (issue 14): the full parameter view and the gradient buffer (stages
+// 0, 1) or bucket slots (stage 2) in device memory, ordered on the caller's stream. Supported
+// now: stages 0, 1 and 2 with ZeRO-Offload (float32 master shard, gradient shard and optimizer
+// state in host memory, the host optimizer of zero_step.cc). The reduced owned ranges come
+// down at finish_grads (once per accumulation window for stages 0 and 1, every micro-step for
+// stage 2; the only place the host waits for the stream in a step); the updated shard goes up
 // before the device all-gather, queued without a wait.
 #include <algorithm>
 #include <cstring>
@@ -20,9 +21,11 @@ std::string zero_device_unsupported(const collx_zero_config_t& c) {
   if (c.mem_kind != COLLX_MEM_CUDA) return "";
   std::string why = device_unavailable();
   if (!why.empty()) return "config->mem_kind is COLLX_MEM_CUDA but " + why;
-  if (c.stage > 1)
+  if (c.stage > 2)
     return "config->mem_kind COLLX_MEM_CUDA: stage " + std::to_string(c.stage) +
-           " on device buffers is not supported yet (stages 0 and 1 with offload = 1)";
+           " on device buffers is not supported yet (stages 0, 1 and 2 with offload = 1)";
+  if (c.deterministic)
+    return "config->deterministic with device buffers is not supported yet (stage 2 on host buffers)";
   if (!c.offload)
     return "config->mem_kind COLLX_MEM_CUDA with offload = 0 (master shard and optimizer on the device) is not "
            "supported yet; set config->offload = 1 (ZeRO-Offload)";
@@ -35,13 +38,14 @@ collx_status_t zero_device_init(collx_zero_t z) {
   z->device = true;
   z->stream = z->config.stream;
   const size_t bytes = z->layout->total * sizeof(float);
+  const size_t grad_bytes = z->config.stage < 2 ? bytes : 0;  // stage 2: bucket slots instead
   Status st = z->params_dev.allocate_zeroed(bytes, z->stream);
-  if (st.ok()) st = z->grad_buffer_dev.allocate_zeroed(bytes, z->stream);
+  if (st.ok()) st = z->grad_buffer_dev.allocate_zeroed(grad_bytes, z->stream);
   if (st.ok()) st = z->staging.allocate(z->shard_count * sizeof(float), z->stream);
   if (!st.ok()) return zero_fail(z, st.code(), "allocating device buffers: " + st.message());
   // Booked as the host buffers are, so collx_zero_memory shows where the bytes went.
   z->mem.add(ZeroMem::kParams, bytes);
-  z->mem.add(ZeroMem::kGrads, bytes);
+  z->mem.add(ZeroMem::kGrads, grad_bytes);
   z->mem.add(ZeroMem::kComm, z->shard_count * sizeof(float));
   return COLLX_OK;
 }
@@ -57,9 +61,21 @@ collx_status_t zero_offload_grads(collx_zero_t z, const float* buffer) {
                                        seg.count * sizeof(float), cuda::CopyKind::kDeviceToHost, z->stream);
     if (!st.ok()) return zero_fail(z, st.code(), "collx_zero_finish_grads: copying the gradient shard: " + st.message());
   }
+  return zero_offload_add(z, "collx_zero_finish_grads");
+}
+
+collx_status_t zero2_offload_copy(collx_zero_t z, const float* owned, size_t shard_offset, size_t count) {
+  if (!count) return COLLX_OK;
+  const Status st = cuda::copy_async(z->staging.floats() + shard_offset, owned, count * sizeof(float),
+                                     cuda::CopyKind::kDeviceToHost, z->stream);
+  if (!st.ok()) return zero_fail(z, st.code(), "copying a gradient shard range to the host: " + st.message());
+  return COLLX_OK;
+}
+
+collx_status_t zero_offload_add(collx_zero_t z, const char* fn) {
   const Status st = cuda::stream_wait(z->stream, Deadline::after_ms(z->config.timeout_ms), nullptr,
-                                      "collx_zero_finish_grads: the gradient shard's copy to the host");
-  if (!st.ok()) return zero_fail(z, st.code(), st.message());
+                                      "the gradient shard's copy to the host");
+  if (!st.ok()) return zero_fail(z, st.code(), std::string(fn) + ": " + st.message());
   for (size_t i = 0; i < z->shard_count; ++i) z->grad[i] += z->staging.floats()[i];
   return COLLX_OK;
 }

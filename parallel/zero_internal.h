@@ -71,6 +71,8 @@ struct collx_zero_s {
     collx::parallel::CountedVec<uint16_t> wire;     // 16-bit wire copy
     Floats gathered;                                // deterministic: every rank's owned range
     collx_request_t request = nullptr;
+    // Device buffers: the slot on the device instead of `data` (zeroed on the stream).
+    std::unique_ptr<collx::parallel::DeviceMem> dev;
   };
   struct Stage2 {
     std::vector<size_t> pending;  // per bucket: tensors not marked in this micro-step
@@ -142,6 +144,11 @@ collx_status_t zero_offload_grads(collx_zero_t z, const float* buffer);
 // Offload: queues the copy of the master shard into the owned ranges of the device
 // parameter view (through `staging`, so the host may change the master at once).
 collx_status_t zero_device_publish_copy(collx_zero_t z);
+// Stage 2 offload: queues the copy of the finished slot's owned range (reduced, averaged)
+// into `staging` at its shard offset; zero_offload_add adds the whole staging into the
+// gradient shard once the stream is waited for (finish_grads).
+collx_status_t zero2_offload_copy(collx_zero_t z, const float* owned, size_t shard_offset, size_t count);
+collx_status_t zero_offload_add(collx_zero_t z, const char* fn);
 // Writes count host floats into the device parameter view at `offset` and waits for the copy
 // (the caller's values may go when the call returns).
 collx_status_t zero_device_load_params(collx_zero_t z, size_t offset, const float* values, size_t count);

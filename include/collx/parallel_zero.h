@@ -71,16 +71,19 @@ typedef struct collx_zero_config {
   /* Device buffers (fields added later: a caller compiled without them gets the defaults,
    * host buffers; docs/parallel-zero.md "Device buffers"). */
   int32_t mem_kind;    /* COLLX_MEM_HOST (default) or COLLX_MEM_CUDA: the full parameter view
-                          and the bucketed gradient buffer are device memory on the current
-                          device (collx_zero_param_ptr and collx_zero_grad_ptr return device
-                          pointers). Needs a CUDA build with a usable device (or the emulated
-                          test device): else COLLX_ERR_UNSUPPORTED naming why. For now stages 0
-                          and 1 with offload = 1 (others: COLLX_ERR_UNSUPPORTED). */
+                          and the gradient buffer (stages 0, 1) or bucket slots (stage 2) are
+                          device memory on the current device (collx_zero_param_ptr and
+                          collx_zero_grad_ptr return device pointers). Needs a CUDA build with
+                          a usable device (or the emulated test device): else
+                          COLLX_ERR_UNSUPPORTED naming why. For now stages 0, 1 and 2 with
+                          offload = 1, float32 comm_dtype, deterministic = 0 (others:
+                          COLLX_ERR_UNSUPPORTED naming the field). */
   int32_t offload;     /* 1 = ZeRO-Offload (device buffers only): the float32 master shard,
                           the gradient shard and the optimizer state stay in host memory and
                           collx_zero_step runs the host optimizer; finish_grads copies the
-                          reduced gradient shard device -> host, publish copies the updated
-                          shard host -> device before the device all-gather. Default 0. */
+                          reduced gradient shard device -> host (and waits for the stream:
+                          the only host wait of a step), publish copies the updated shard
+                          host -> device before the device all-gather. Default 0. */
   int32_t param_dtype; /* collx_datatype_t of the parameter view: COLLX_FLOAT32 (default);
                           BFLOAT16 / FLOAT16 are COLLX_ERR_UNSUPPORTED for now. */
   int32_t grad_dtype;  /* collx_datatype_t of the gradient views: COLLX_FLOAT32 (default);

@@ -156,6 +156,11 @@ TEST(ZeroDevice, OffloadStage1MatchesHostBitForBit) {
 
 TEST(ZeroDevice, OffloadStage0MatchesHostBitForBit) { run_case(2, kStagedRoute, 0, COLLX_OPT_ADAMW); }
 
+TEST(ZeroDevice, OffloadStage2MatchesHostBitForBit) {
+  run_case(3, kStagedRoute, 2, COLLX_OPT_ADAMW);
+  run_case(2, kIpcRoute, 2, COLLX_OPT_SGD);
+}
+
 // Configurations that are wrong, or not supported on device buffers yet, fail at create with
 // a message naming the field.
 TEST(ZeroDevice, BadConfigsNameTheField) {
@@ -172,7 +177,7 @@ TEST(ZeroDevice, BadConfigsNameTheField) {
       {1, COLLX_MEM_CUDA, 1, COLLX_INT8, COLLX_FLOAT32, COLLX_ERR_INVALID_ARG, "config->param_dtype"},
       {1, COLLX_MEM_CUDA, 1, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "config->param_dtype"},
       {1, COLLX_MEM_CUDA, 0, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "offload = 0"},
-      {2, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "stage 2"},
+      {3, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "stage 3"},
       {1, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_BFLOAT16, COLLX_ERR_UNSUPPORTED, "config->comm_dtype"},
   };
   collx_layout_t l = make_layout(1, kSizes, kBucket);
