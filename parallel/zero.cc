@@ -261,12 +261,25 @@ COLLX_API collx_status_t collx_zero_destroy(collx_zero_t z) {
 }
 
 COLLX_API collx_status_t collx_zero_param_ptr(collx_zero_t z, uint64_t tensor_id, float** param) {
-  return zero_call(z, "collx_zero_param_ptr", [&]() -> collx_status_t {
+  if (z && z->config.param_dtype != COLLX_FLOAT32)
+    return zero_fail(z, COLLX_ERR_INVALID_USAGE,
+                     std::string("collx_zero_param_ptr: the parameters are ") +
+                         collx_datatype_name(static_cast<collx_datatype_t>(z->config.param_dtype)) +
+                         " (config.param_dtype), not float32; use collx_zero_param_view");
+  void* view = nullptr;
+  const collx_status_t st = collx_zero_param_view(z, tensor_id, &view, nullptr);
+  if (st == COLLX_OK && param) *param = static_cast<float*>(view);
+  return st;
+}
+
+COLLX_API collx_status_t collx_zero_param_view(collx_zero_t z, uint64_t tensor_id, void** param, int32_t* dtype) {
+  return zero_call(z, "collx_zero_param_view", [&]() -> collx_status_t {
     size_t pos = 0;
-    collx_status_t st = zero_find(z, tensor_id, "collx_zero_param_ptr", &pos);
+    collx_status_t st = zero_find(z, tensor_id, "collx_zero_param_view", &pos);
     if (st != COLLX_OK || !param) return st != COLLX_OK ? st : COLLX_ERR_INVALID_ARG;
+    if (dtype) *dtype = z->config.param_dtype;
     if (z->config.stage < 3) {
-      *param = zero_params(z) + z->layout->tensors[pos].offset;
+      *param = zero_params(z) + z->layout->tensors[pos].offset * zero_param_size(z);
       return COLLX_OK;
     }
     st = zero3_complete_ids(z, {tensor_id});  // plan prefetches behind it go on
@@ -274,7 +287,7 @@ COLLX_API collx_status_t collx_zero_param_ptr(collx_zero_t z, uint64_t tensor_id
     auto it = z->gathered.find(tensor_id);
     if (it == z->gathered.end())
       return zero_fail(z, COLLX_ERR_INVALID_USAGE,
-                       "collx_zero_param_ptr: tensor " + std::to_string(tensor_id) +
+                       "collx_zero_param_view: tensor " + std::to_string(tensor_id) +
                            " is not gathered (stage 3: call collx_zero3_fetch first)");
     *param = it->second.data();
     return COLLX_OK;

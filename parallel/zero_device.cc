@@ -10,14 +10,18 @@
 
 #include "lib/common/deadline.h"
 #include "lib/cuda/device.h"
+#include "parallel/low_precision.h"
 #include "parallel/zero_internal.h"
 
 namespace collx {
 namespace parallel {
 
 std::string zero_device_unsupported(const collx_zero_config_t& c) {
-  if (c.param_dtype != COLLX_FLOAT32 || c.grad_dtype != COLLX_FLOAT32)
-    return "config->param_dtype / grad_dtype: 16-bit parameters and gradients are not supported yet (COLLX_FLOAT32)";
+  if (c.grad_dtype != COLLX_FLOAT32)
+    return "config->grad_dtype: 16-bit gradient views are not supported yet (COLLX_FLOAT32 gradients, float32 "
+           "accumulation)";
+  if (c.param_dtype != COLLX_FLOAT32 && (c.mem_kind != COLLX_MEM_CUDA || c.stage > 2))
+    return "config->param_dtype: 16-bit parameters are supported on device buffers, stages 0-2, only";
   if (c.mem_kind != COLLX_MEM_CUDA) return "";
   std::string why = device_unavailable();
   if (!why.empty()) return "config->mem_kind is COLLX_MEM_CUDA but " + why;
@@ -37,8 +41,9 @@ std::string zero_device_unsupported(const collx_zero_config_t& c) {
 collx_status_t zero_device_init(collx_zero_t z) {
   z->device = true;
   z->stream = z->config.stream;
-  const size_t bytes = z->layout->total * sizeof(float);
-  const size_t grad_bytes = z->config.stage < 2 ? bytes : 0;  // stage 2: bucket slots instead
+  const size_t bytes = z->layout->total * zero_param_size(z);
+  // Gradients stay float32 (accumulation); stage 2 has bucket slots instead of a buffer.
+  const size_t grad_bytes = z->config.stage < 2 ? z->layout->total * sizeof(float) : 0;
   Status st = z->params_dev.allocate_zeroed(bytes, z->stream);
   if (st.ok()) st = z->grad_buffer_dev.allocate_zeroed(grad_bytes, z->stream);
   if (st.ok()) st = z->staging.allocate(z->shard_count * sizeof(float), z->stream);
@@ -50,9 +55,11 @@ collx_status_t zero_device_init(collx_zero_t z) {
   return COLLX_OK;
 }
 
-float* zero_params(collx_zero_t z) {
-  return z->device ? static_cast<float*>(z->params_dev.get()) : z->params.data();
+char* zero_params(collx_zero_t z) {
+  return z->device ? static_cast<char*>(z->params_dev.get()) : reinterpret_cast<char*>(z->params.data());
 }
+
+size_t zero_param_size(collx_zero_t z) { return z->config.param_dtype == COLLX_FLOAT32 ? sizeof(float) : 2; }
 
 collx_status_t zero_offload_grads(collx_zero_t z, const float* buffer) {
   for (const auto& seg : z->segments) {
@@ -83,12 +90,19 @@ collx_status_t zero_offload_add(collx_zero_t z, const char* fn) {
 collx_status_t zero_device_publish_copy(collx_zero_t z) {
   // The copies read `staging`, not the master: the host may step or load the master before
   // they run. The next write into staging is finish_grads' copy, queued after these.
-  std::copy(z->master.begin(), z->master.end(), z->staging.floats());
-  float* params = zero_params(z);
+  // 16-bit parameters: rounded here, on the host (offload), into the front of the staging.
+  const size_t es = zero_param_size(z);
+  if (es == sizeof(float))
+    std::copy(z->master.begin(), z->master.end(), z->staging.floats());
+  else
+    pack_half(z->master.data(), reinterpret_cast<uint16_t*>(z->staging.floats()), z->shard_count, 1.0f,
+              z->config.param_dtype);
+  char* params = zero_params(z);
+  const char* up = reinterpret_cast<const char*>(z->staging.floats());
   for (const auto& seg : z->segments) {
     if (!seg.count) continue;
-    const Status st = cuda::copy_async(params + seg.buffer_offset, z->staging.floats() + seg.shard_offset,
-                                       seg.count * sizeof(float), cuda::CopyKind::kHostToDevice, z->stream);
+    const Status st = cuda::copy_async(params + seg.buffer_offset * es, up + seg.shard_offset * es, seg.count * es,
+                                       cuda::CopyKind::kHostToDevice, z->stream);
     if (!st.ok()) return zero_fail(z, st.code(), "collx_zero_publish: copying the master shard: " + st.message());
   }
   return COLLX_OK;
@@ -96,8 +110,15 @@ collx_status_t zero_device_publish_copy(collx_zero_t z) {
 
 collx_status_t zero_device_load_params(collx_zero_t z, size_t offset, const float* values, size_t count) {
   if (!count) return COLLX_OK;
-  Status st = cuda::copy_async(zero_params(z) + offset, values, count * sizeof(float), cuda::CopyKind::kHostToDevice,
-                               z->stream);
+  const size_t es = zero_param_size(z);
+  std::vector<uint16_t> rounded;
+  const void* src = values;
+  if (es != sizeof(float)) {
+    rounded.resize(count);
+    pack_half(values, rounded.data(), count, 1.0f, z->config.param_dtype);
+    src = rounded.data();
+  }
+  Status st = cuda::copy_async(zero_params(z) + offset * es, src, count * es, cuda::CopyKind::kHostToDevice, z->stream);
   if (st.ok())
     st = cuda::stream_wait(z->stream, Deadline::after_ms(z->config.timeout_ms), nullptr,
                            "collx_zero_load: the parameters' copy to the device");

@@ -136,8 +136,10 @@ void zero3_drop(collx_zero_t z, uint64_t id);
 std::string zero_device_unsupported(const collx_zero_config_t& c);
 // Allocates the device parameter view and gradient buffer (zeroed on the stream).
 collx_status_t zero_device_init(collx_zero_t z);
-// The full parameter view (stages 0-2): device or host memory.
-float* zero_params(collx_zero_t z);
+// The full parameter view (stages 0-2): device or host memory, elements of
+// zero_param_size(z) bytes (config.param_dtype).
+char* zero_params(collx_zero_t z);
+size_t zero_param_size(collx_zero_t z);
 // Offload: copies the reduced owned ranges of the device gradient buffer to the host
 // (waiting for the stream) and adds them into the gradient shard.
 collx_status_t zero_offload_grads(collx_zero_t z, const float* buffer);
@@ -149,8 +151,8 @@ collx_status_t zero_device_publish_copy(collx_zero_t z);
 // gradient shard once the stream is waited for (finish_grads).
 collx_status_t zero2_offload_copy(collx_zero_t z, const float* owned, size_t shard_offset, size_t count);
 collx_status_t zero_offload_add(collx_zero_t z, const char* fn);
-// Writes count host floats into the device parameter view at `offset` and waits for the copy
-// (the caller's values may go when the call returns).
+// Writes count host floats into the device parameter view at element `offset` (rounded to
+// param_dtype) and waits for the copy (the caller's values may go when the call returns).
 collx_status_t zero_device_load_params(collx_zero_t z, size_t offset, const float* values, size_t count);
 
 // Stage 2 (zero2_grads.cc): sizes the per-bucket state; the gradient view of a tensor in

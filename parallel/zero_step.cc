@@ -68,14 +68,16 @@ collx_status_t publish_flat(collx_zero_t z) {
   collx_opts_init(&opts, sizeof opts);
   opts.mem_kind = z->device ? COLLX_MEM_CUDA : COLLX_MEM_HOST;
   opts.stream = z->stream;
-  float* params = zero_params(z);
+  char* params = zero_params(z);
+  const size_t es = zero_param_size(z);
+  const auto dt = static_cast<collx_datatype_t>(z->config.param_dtype);
   for (size_t b = 0; b < z->segments.size() && st == COLLX_OK; ++b) {
     const auto& seg = z->segments[b];
     if (!seg.count) continue;
-    if (!z->device) std::copy_n(z->master.data() + seg.shard_offset, seg.count, params + seg.buffer_offset);
+    if (!z->device) std::copy_n(z->master.data() + seg.shard_offset, seg.count, z->params.data() + seg.buffer_offset);
     if (z->config.stage == 0) continue;  // every rank holds the whole model
     collx_request_t r = nullptr;
-    st = collx_iallgather(params + seg.buffer_offset, params + z->layout->buckets[b].start, seg.count, COLLX_FLOAT32,
+    st = collx_iallgather(params + seg.buffer_offset * es, params + z->layout->buckets[b].start * es, seg.count, dt,
                           z->comm, &opts, &r);
     if (st == COLLX_OK) reqs.push_back(r);
   }

@@ -84,8 +84,11 @@ typedef struct collx_zero_config {
                           reduced gradient shard device -> host (and waits for the stream:
                           the only host wait of a step), publish copies the updated shard
                           host -> device before the device all-gather. Default 0. */
-  int32_t param_dtype; /* collx_datatype_t of the parameter view: COLLX_FLOAT32 (default);
-                          BFLOAT16 / FLOAT16 are COLLX_ERR_UNSUPPORTED for now. */
+  int32_t param_dtype; /* collx_datatype_t of the parameter view: COLLX_FLOAT32 (default),
+                          or COLLX_BFLOAT16 / COLLX_FLOAT16 with device buffers (stages 0-2,
+                          offload): the master stays float32, publish rounds it to nearest
+                          even and all-gathers the 16-bit parameters; read the view with
+                          collx_zero_param_view. Host buffers: COLLX_ERR_UNSUPPORTED. */
   int32_t grad_dtype;  /* collx_datatype_t of the gradient views: COLLX_FLOAT32 (default);
                           BFLOAT16 / FLOAT16 are COLLX_ERR_UNSUPPORTED for now. */
   void* stream;        /* device buffers: the caller's cudaStream_t (NULL = the legacy default
@@ -124,6 +127,10 @@ COLLX_API collx_status_t collx_zero_load(collx_zero_t z, uint64_t tensor_id, siz
  * after publish. Stage 3: valid from collx_zero3_fetch until collx_zero3_release;
  * otherwise COLLX_ERR_INVALID_USAGE naming the tensor. Local. */
 COLLX_API collx_status_t collx_zero_param_ptr(collx_zero_t z, uint64_t tensor_id, float** param);
+/* The same view whatever config.param_dtype is: *param points at numel elements of *dtype
+ * (dtype may be NULL). collx_zero_param_ptr is for float32 parameters only
+ * (COLLX_ERR_INVALID_USAGE naming this call otherwise). Device buffers: a device pointer. */
+COLLX_API collx_status_t collx_zero_param_view(collx_zero_t z, uint64_t tensor_id, void** param, int32_t* dtype);
 
 /* This rank's shard: master parameters and reduced gradients (float32, count elements
  * each, padding included and kept at zero). For COLLX_OPT_NONE the engine updates master

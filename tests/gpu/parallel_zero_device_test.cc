@@ -15,6 +15,7 @@
 #include "collx/collx.h"
 #include "collx/parallel.h"
 #include "lib/cuda/device.h"
+#include "parallel/low_precision.h"
 #include "parallel/parallel_test_util.h"
 #include "parallel/zero_test_util.h"
 #include "tests/gpu/device_case.h"
@@ -54,7 +55,9 @@ struct Result {
 
 // kSteps steps of kMicro micro-steps; device: gradients copied to a device scratch and added
 // into the views on the stream, parameters read back after synchronizing it.
-Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool device, void* stream) {
+// 16-bit parameters (param_dtype) are read back widened to float32 (exact).
+Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool device, void* stream,
+                int32_t param_dtype = COLLX_FLOAT32) {
   int32_t world = 0;
   collx_comm_size(comm, &world);
   collx_layout_t l = make_layout(world, kSizes, kBucket);
@@ -64,6 +67,7 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
     cfg.mem_kind = COLLX_MEM_CUDA;
     cfg.offload = 1;
     cfg.stream = stream;
+    cfg.param_dtype = param_dtype;
   }
   collx_zero_t z = nullptr;
   EXPECT_EQ(collx_zero_create(comm, l, &cfg, &z), COLLX_OK) << collx_zero_last_error(nullptr);
@@ -104,17 +108,31 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
     EXPECT_EQ(collx_zero_publish(z), COLLX_OK) << collx_zero_last_error(z);
   }
   Result r;
-  float* params = nullptr;
+  void* view = nullptr;
+  int32_t dtype = -1;
   size_t offset = 0;
-  EXPECT_EQ(collx_zero_param_ptr(z, 0, &params), COLLX_OK);
+  EXPECT_EQ(collx_zero_param_view(z, 0, &view, &dtype), COLLX_OK) << collx_zero_last_error(z);
+  EXPECT_EQ(dtype, device ? param_dtype : COLLX_FLOAT32);
   collx_layout_tensor(l, 0, &offset, nullptr);
-  params -= offset;  // the start of the whole view (the layout puts tensors in reverse order)
-  r.params.resize(total);
+  const size_t es = dtype == COLLX_FLOAT32 ? 4 : 2;
+  // The start of the whole view (the layout puts tensors in reverse order).
+  const char* params = static_cast<const char*>(view) - offset * es;
+  std::vector<char> bytes(total * es);
   if (device) {
     EXPECT_TRUE(cuda::stream_wait(stream, Deadline::after_ms(kTimeoutMs), nullptr, "test").ok());
-    EXPECT_TRUE(cuda::copy(r.params.data(), params, total * sizeof(float), cuda::CopyKind::kDeviceToHost).ok());
+    EXPECT_TRUE(cuda::copy(bytes.data(), params, bytes.size(), cuda::CopyKind::kDeviceToHost).ok());
   } else {
-    std::memcpy(r.params.data(), params, total * sizeof(float));
+    std::memcpy(bytes.data(), params, bytes.size());
+  }
+  r.params.resize(total);
+  for (size_t i = 0; i < total; ++i) {
+    uint16_t h = 0;
+    if (es == 4) {
+      std::memcpy(&r.params[i], bytes.data() + 4 * i, 4);
+      continue;
+    }
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    r.params[i] = dtype == COLLX_BFLOAT16 ? parallel::bf16_to_float(h) : parallel::fp16_to_float(h);
   }
   float* master = nullptr;
   size_t count = 0;
@@ -132,7 +150,17 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, 
                                                             << " device " << b[i];
 }
 
-void run_case(int world_size, const DeviceRoute& route, int stage, int optimizer) {
+// The host run's parameters rounded as publish rounds them for param_dtype.
+std::vector<float> rounded(std::vector<float> v, int32_t param_dtype) {
+  for (float& x : v) {
+    if (param_dtype == COLLX_BFLOAT16) x = parallel::bf16_to_float(parallel::float_to_bf16(x));
+    if (param_dtype == COLLX_FLOAT16) x = parallel::fp16_to_float(parallel::float_to_fp16(x));
+  }
+  return v;
+}
+
+void run_case(int world_size, const DeviceRoute& route, int stage, int optimizer,
+              int32_t param_dtype = COLLX_FLOAT32) {
   ThreadRanks world(world_size, kTimeoutMs, route.transports);
   ASSERT_TRUE(world.ok()) << world.error();
   world.run([&](int rank, collx_comm_t comm) {
@@ -140,11 +168,13 @@ void run_case(int world_size, const DeviceRoute& route, int stage, int optimizer
     ASSERT_TRUE(cuda::stream_create(&stream).ok());
     const collx_zero_config_t cfg = zero_config(stage, optimizer);
     const Result host = run_zero(comm, rank, cfg, false, nullptr);
-    const Result dev = run_zero(comm, rank, cfg, true, stream);
+    const Result dev = run_zero(comm, rank, cfg, true, stream, param_dtype);
     cuda::stream_destroy(stream);
     const std::string what = std::string(route.name) + " world " + std::to_string(world_size) + " stage " +
-                             std::to_string(stage) + " rank " + std::to_string(rank);
-    expect_same_bits(host.params, dev.params, what + " params");
+                             std::to_string(stage) + " param_dtype " + std::to_string(param_dtype) + " rank " +
+                             std::to_string(rank);
+    // The master is float32 in both runs: the 16-bit view is the rounded master.
+    expect_same_bits(rounded(host.params, param_dtype), dev.params, what + " params");
     expect_same_bits(host.master, dev.master, what + " master");
   });
 }
@@ -155,6 +185,14 @@ TEST(ZeroDevice, OffloadStage1MatchesHostBitForBit) {
 }
 
 TEST(ZeroDevice, OffloadStage0MatchesHostBitForBit) { run_case(2, kStagedRoute, 0, COLLX_OPT_ADAMW); }
+
+// bfloat16 parameters (float32 master and gradients): the view is the host run's master
+// rounded to nearest even, all-gathered in bfloat16.
+TEST(ZeroDevice, OffloadBf16ParamsAreTheRoundedHostMaster) {
+  run_case(3, kStagedRoute, 1, COLLX_OPT_ADAMW, COLLX_BFLOAT16);
+  run_case(2, kStagedRoute, 2, COLLX_OPT_ADAMW, COLLX_BFLOAT16);
+  run_case(2, kIpcRoute, 0, COLLX_OPT_SGD, COLLX_FLOAT16);
+}
 
 TEST(ZeroDevice, OffloadStage2MatchesHostBitForBit) {
   run_case(3, kStagedRoute, 2, COLLX_OPT_ADAMW);
@@ -175,7 +213,8 @@ TEST(ZeroDevice, BadConfigsNameTheField) {
       {1, COLLX_MEM_HOST, 1, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_INVALID_ARG, "config->offload"},
       {1, COLLX_MEM_CUDA, 2, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_INVALID_ARG, "config->offload"},
       {1, COLLX_MEM_CUDA, 1, COLLX_INT8, COLLX_FLOAT32, COLLX_ERR_INVALID_ARG, "config->param_dtype"},
-      {1, COLLX_MEM_CUDA, 1, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "config->param_dtype"},
+      {1, COLLX_MEM_HOST, 0, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "config->param_dtype"},
+      {3, COLLX_MEM_CUDA, 1, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "config->param_dtype"},
       {1, COLLX_MEM_CUDA, 0, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "offload = 0"},
       {3, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "stage 3"},
       {1, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_BFLOAT16, COLLX_ERR_UNSUPPORTED, "config->comm_dtype"},
