@@ -189,6 +189,13 @@ Status memset_async(void* dst, int value, size_t bytes, void* stream) {
   return Status::Ok();
 }
 
+Status copy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows,
+                    CopyKind kind, void* stream) {
+  COLLX_CUDA_CALL(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, copy_kind(kind),
+                                    static_cast<cudaStream_t>(stream)));
+  return Status::Ok();
+}
+
 Status copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   if (bytes == 0) return Status::Ok();
   COLLX_CUDA_CALL(cudaMemcpy(dst, src, bytes, copy_kind(kind)));
@@ -424,6 +431,17 @@ Status cuda_reduce_n(void* const*, int, const void* const*, int, size_t, collx_d
                      void*) {
   return no_cuda();
 }
+Status cast_scale(void*, collx_datatype_t, const void*, collx_datatype_t, size_t, float, void*) { return no_cuda(); }
+Status accumulate(float*, const void*, collx_datatype_t, size_t, float, void*) { return no_cuda(); }
+Status sum_squares(const void*, collx_datatype_t, size_t, double*, void*) { return no_cuda(); }
+Status nonfinite_unscale(void*, collx_datatype_t, size_t, float, int32_t*, void*) { return no_cuda(); }
+Status adamw_step(float*, float*, float*, float*, size_t, const OptimizerStep&, void*, collx_datatype_t, void*) {
+  return no_cuda();
+}
+Status sgd_step(float*, float*, float*, size_t, const OptimizerStep&, void*, collx_datatype_t, void*) {
+  return no_cuda();
+}
+Status copy2d_async(void*, size_t, const void*, size_t, size_t, size_t, CopyKind, void*) { return no_cuda(); }
 Status ipc_get_handle(const void*, IpcHandle*, uintptr_t*, size_t*) { return no_cuda(); }
 Status ipc_open(const IpcHandle&, void** base) {
   *base = nullptr;

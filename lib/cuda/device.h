@@ -103,6 +103,62 @@ constexpr int kMaxReduceInputs = 16;
 Status cuda_reduce_n(void* const* outputs, int n_out, const void* const* inputs, int n, size_t count,
                      collx_datatype_t datatype, collx_op_t op, double scalar, int64_t divisor, void* stream);
 
+// Element-wise math on device buffers (lib/cuda/elementwise.cu, emu_elementwise.cc), used by
+// parallel/ to keep gradients, parameters and optimizer state on the device. Every function
+// is queued on `stream` and returns when queued; n == 0 queues nothing and succeeds. Element
+// datatypes are FLOAT32, BFLOAT16 or FLOAT16 (others: COLLX_ERR_INVALID_ARG); 16-bit values
+// are computed in float32 and rounded once to nearest even. Every buffer must be device
+// memory (a host pointer or NULL: COLLX_ERR_INVALID_ARG naming the argument). Multiplies and
+// adds are rounded one by one (no fused multiply-add), so results match a host loop that
+// writes the same expression bit for bit (lib/cuda/elementwise_math.h holds that arithmetic
+// once for the kernels and the emulator).
+
+// dst[i] = (float)src[i] * scale, rounded to dst_dtype: pre/post-scaling, rounding float32
+// to a 16-bit copy, widening a 16-bit copy to float32. dst may equal src exactly when the
+// datatypes are equal (in place); any other overlap is COLLX_ERR_INVALID_ARG.
+Status cast_scale(void* dst, collx_datatype_t dst_dtype, const void* src, collx_datatype_t src_dtype, size_t n,
+                  float scale, void* stream);
+// dst[i] += scale * (float)src[i] (float32 accumulation of a 16-bit or float32 source). dst
+// and src must not overlap.
+Status accumulate(float* dst, const void* src, collx_datatype_t src_dtype, size_t n, float scale, void* stream);
+// *dev_out += sum of (double)src[i]^2, accumulated in double; dev_out is one double of device
+// memory (zero it first for a fresh sum; several calls may add to it). The emulator sums in
+// index order (equal to the host loop); the GPU sums per-thread, per-block partials in a fixed
+// order (deterministic run to run on one device; relative difference to the index-order sum
+// below 1e-12 for sums of finite values).
+Status sum_squares(const void* src, collx_datatype_t dtype, size_t n, double* dev_out, void* stream);
+// *dev_flag = 1 when any values[i] (as read, before scaling) is inf or NaN; left as it was
+// otherwise (zero it first; several calls may share one flag). Then values[i] *= inv_scale
+// (skipped when inv_scale == 1), rounded to dtype. dev_flag is one int32 of device memory.
+Status nonfinite_unscale(void* values, collx_datatype_t dtype, size_t n, float inv_scale, int32_t* dev_flag,
+                         void* stream);
+
+// One optimizer step's constants, with collx_zero_config_t's meaning (parallel/zero_step.cc
+// computes the same step on the host: torch.optim's SGD and AdamW formulas).
+struct OptimizerStep {
+  double lr = 0, weight_decay = 0;
+  double momentum = 0;                    // SGD
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // AdamW
+  int64_t step = 1;                       // 1 for the first step (AdamW bias correction; SGD
+                                          // momentum starts from the gradient at step 1)
+  float grad_scale = 1.0f;                // gradients multiplied by it first (clip / unscale)
+  bool zero_grad = false;                 // grad[i] = 0 after the step, as collx_zero_step does
+};
+// AdamW on float32 master weights, gradients and both moments (n elements each, no overlap).
+// When param_out is not NULL, param_out[i] = master[i] after the step, rounded to
+// param_dtype (FLOAT32, BFLOAT16 or FLOAT16): the working copy of the parameters.
+Status adamw_step(float* master, float* grad, float* exp_avg, float* exp_avg_sq, size_t n, const OptimizerStep& s,
+                  void* param_out, collx_datatype_t param_dtype, void* stream);
+// SGD (weight decay, momentum with torch's first-step rule); momentum_buf may be NULL only
+// when s.momentum == 0. param_out as for adamw_step.
+Status sgd_step(float* master, float* grad, float* momentum_buf, size_t n, const OptimizerStep& s, void* param_out,
+                collx_datatype_t param_dtype, void* stream);
+
+// Strided copy: `rows` rows of `width` bytes, from src (row pitch spitch bytes) to dst (dpitch
+// bytes), ordered on `stream` (cudaMemcpy2DAsync). Pitches at least width; any CopyKind.
+Status copy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows,
+                    CopyKind kind, void* stream);
+
 // Multiprocessor count of the current device (grid sizing, benchmarks).
 int multiprocessor_count();
 

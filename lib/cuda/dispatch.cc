@@ -2,6 +2,7 @@
 // it (decided once per process), else to the native layer (CUDA runtime or stub). The check
 // is one load of a static flag.
 #include "lib/cuda/backends.h"
+#include "lib/cuda/elementwise_checks.h"
 #include "lib/dtype/datatype.h"
 
 namespace collx {
@@ -69,6 +70,49 @@ Status ipc_get_handle(const void* ptr, IpcHandle* handle, uintptr_t* base, size_
 Status ipc_open(const IpcHandle& handle, void** base) { return COLLX_CUDA_BACKEND(ipc_open, handle, base); }
 Status ipc_close(void* base) { return COLLX_CUDA_BACKEND(ipc_close, base); }
 Status device_uuid(int device, uint8_t out[16]) { return COLLX_CUDA_BACKEND(device_uuid, device, out); }
+
+
+// Element-wise math: arguments checked once here (elementwise_checks.cc), n == 0 queues nothing.
+Status cast_scale(void* dst, collx_datatype_t dst_dtype, const void* src, collx_datatype_t src_dtype, size_t n,
+                  float scale, void* stream) {
+  if (n == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(check_cast_scale(dst, dst_dtype, src, src_dtype, n));
+  return COLLX_CUDA_BACKEND(cast_scale, dst, dst_dtype, src, src_dtype, n, scale, stream);
+}
+Status accumulate(float* dst, const void* src, collx_datatype_t src_dtype, size_t n, float scale, void* stream) {
+  if (n == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(check_accumulate(dst, src, src_dtype, n));
+  return COLLX_CUDA_BACKEND(accumulate, dst, src, src_dtype, n, scale, stream);
+}
+Status sum_squares(const void* src, collx_datatype_t dtype, size_t n, double* dev_out, void* stream) {
+  if (n == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(check_sum_squares(src, dtype, n, dev_out));
+  return COLLX_CUDA_BACKEND(sum_squares, src, dtype, n, dev_out, stream);
+}
+Status nonfinite_unscale(void* values, collx_datatype_t dtype, size_t n, float inv_scale, int32_t* dev_flag,
+                         void* stream) {
+  if (n == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(check_nonfinite_unscale(values, dtype, n, dev_flag));
+  return COLLX_CUDA_BACKEND(nonfinite_unscale, values, dtype, n, inv_scale, dev_flag, stream);
+}
+Status adamw_step(float* master, float* grad, float* exp_avg, float* exp_avg_sq, size_t n, const OptimizerStep& s,
+                  void* param_out, collx_datatype_t param_dtype, void* stream) {
+  if (n == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(check_adamw_step(master, grad, exp_avg, exp_avg_sq, n, s, param_out, param_dtype));
+  return COLLX_CUDA_BACKEND(adamw_step, master, grad, exp_avg, exp_avg_sq, n, s, param_out, param_dtype, stream);
+}
+Status sgd_step(float* master, float* grad, float* momentum_buf, size_t n, const OptimizerStep& s, void* param_out,
+                collx_datatype_t param_dtype, void* stream) {
+  if (n == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(check_sgd_step(master, grad, momentum_buf, n, s, param_out, param_dtype));
+  return COLLX_CUDA_BACKEND(sgd_step, master, grad, momentum_buf, n, s, param_out, param_dtype, stream);
+}
+Status copy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows,
+                    CopyKind kind, void* stream) {
+  if (rows == 0 || width == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(check_copy2d(dst, dpitch, src, spitch, width, rows));
+  return COLLX_CUDA_BACKEND(copy2d_async, dst, dpitch, src, spitch, width, rows, kind, stream);
+}
 
 #undef COLLX_CUDA_BACKEND
 

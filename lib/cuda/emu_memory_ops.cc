@@ -21,18 +21,20 @@ struct CopyPlan {
   Resolved dst, src;
 };
 
-Status plan_copy(void* dst, const void* src, size_t bytes, CopyKind kind, const char* what, CopyPlan* plan) {
+// dst_bytes and src_bytes differ for strided copies (each side's span).
+Status plan_copy(void* dst, const void* src, size_t dst_bytes, size_t src_bytes, CopyKind kind, const char* what,
+                 CopyPlan* plan) {
   const bool dst_device = kind != CopyKind::kDeviceToHost;
   const bool src_device = kind != CopyKind::kHostToDevice;
-  if (!dst || !src) return make_status(COLLX_ERR_INVALID_ARG, "%s: a NULL buffer for %zu bytes", what, bytes);
+  if (!dst || !src) return make_status(COLLX_ERR_INVALID_ARG, "%s: a NULL buffer for %zu bytes", what, dst_bytes);
   if (dst_device) {
-    COLLX_RETURN_IF_ERROR(resolve(dst, bytes, what, &plan->dst));
+    COLLX_RETURN_IF_ERROR(resolve(dst, dst_bytes, what, &plan->dst));
   } else {
     COLLX_RETURN_IF_ERROR(check_host(dst, what));
     plan->dst.alias = static_cast<char*>(dst);
   }
   if (src_device) {
-    COLLX_RETURN_IF_ERROR(resolve(src, bytes, what, &plan->src));
+    COLLX_RETURN_IF_ERROR(resolve(src, src_bytes, what, &plan->src));
   } else {
     COLLX_RETURN_IF_ERROR(check_host(src, what));
     plan->src.alias = const_cast<char*>(static_cast<const char*>(src));
@@ -71,9 +73,21 @@ void host_free_pinned(void* ptr) { std::free(ptr); }
 Status copy_async(void* dst, const void* src, size_t bytes, CopyKind kind, void* stream) {
   if (bytes == 0) return Status::Ok();
   CopyPlan plan;
-  COLLX_RETURN_IF_ERROR(plan_copy(dst, src, bytes, kind, "copy_async", &plan));
+  COLLX_RETURN_IF_ERROR(plan_copy(dst, src, bytes, bytes, kind, "copy_async", &plan));
   return enqueue(stream, "copy_async", [plan, bytes] {
     std::memmove(plan.dst.alias, plan.src.alias, bytes);
+    return Status::Ok();
+  });
+}
+
+// Each side is resolved over its whole span (first row to the end of the last).
+Status copy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows,
+                    CopyKind kind, void* stream) {
+  const size_t dspan = (rows - 1) * dpitch + width, sspan = (rows - 1) * spitch + width;
+  CopyPlan plan;
+  COLLX_RETURN_IF_ERROR(plan_copy(dst, src, dspan, sspan, kind, "copy2d_async", &plan));
+  return enqueue(stream, "copy2d_async", [plan, dpitch, spitch, width, rows] {
+    for (size_t r = 0; r < rows; ++r) std::memmove(plan.dst.alias + r * dpitch, plan.src.alias + r * spitch, width);
     return Status::Ok();
   });
 }
@@ -91,7 +105,7 @@ Status memset_async(void* dst, int value, size_t bytes, void* stream) {
 Status copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   if (bytes == 0) return Status::Ok();
   CopyPlan plan;
-  COLLX_RETURN_IF_ERROR(plan_copy(dst, src, bytes, kind, "copy", &plan));
+  COLLX_RETURN_IF_ERROR(plan_copy(dst, src, bytes, bytes, kind, "copy", &plan));
   return run_blocking("a blocking copy", [plan, bytes] {
     std::memmove(plan.dst.alias, plan.src.alias, bytes);
     return Status::Ok();
