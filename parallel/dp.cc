@@ -65,9 +65,6 @@ std::string unsupported(const collx_dp_config_t& c, int32_t kind) {
     return std::string("config->grad_dtype ") + collx_datatype_name(static_cast<collx_datatype_t>(c.grad_dtype)) +
            ": 16-bit gradient buffers are not supported yet (use COLLX_FLOAT32 gradients and a 16-bit comm_dtype)";
   if (kind != COLLX_MEM_CUDA) return "";
-  if (is_half_type(c.comm_dtype))
-    return "config->comm_dtype 16-bit with device buffers (config->mem_kind COLLX_MEM_CUDA) is not supported "
-           "yet; use COLLX_FLOAT32 on device buffers";
   const std::string why = collx::parallel::device_unavailable();
   return why.empty() ? "" : "config->mem_kind is COLLX_MEM_CUDA but " + why;
 }
@@ -153,15 +150,23 @@ collx_status_t create(collx_comm_t comm, collx_layout_t layout, const collx_dp_c
   dp->post = static_cast<float>(config->average ? p / w : p);
   dp->marked.assign(layout->tensors.size(), 0);
   dp->buckets.resize(layout->buckets.size());
+  const bool host_half = is_half_type(config->comm_dtype) && !dp->device;
   for (size_t b = 0; b < layout->buckets.size(); ++b) {
     dp->buckets[b].start = layout->buckets[b].start;
     dp->buckets[b].padded = layout->buckets[b].padded;
-    if (is_half_type(config->comm_dtype)) dp->buckets[b].staging.assign(layout->buckets[b].padded, 0);
+    if (host_half) dp->buckets[b].staging.assign(layout->buckets[b].padded, 0);
+  }
+  if (dp->device && is_half_type(config->comm_dtype)) {
+    const Status st = dp->device_wire.allocate_zeroed(dp->total * sizeof(uint16_t), dp->stream);
+    if (!st.ok()) {
+      delete dp;
+      return dp_create_fail(st.code(), "allocating the device 16-bit wire buffer: " + st.message());
+    }
   }
   for (const auto& t : layout->tensors) dp->buckets[t.bucket].num_tensors++;
   for (auto& b : dp->buckets) b.pending = b.num_tensors;
   try {
-    if (is_half_type(config->comm_dtype)) dp->helper.reset(new DpHelper(dp));
+    if (host_half) dp->helper.reset(new DpHelper(dp));  // device: the kernels are queued, not run
   } catch (...) {  // no thread to be had: guarded() reports it
     delete dp;
     throw;
@@ -193,7 +198,14 @@ collx_status_t dp_start_bucket(collx_dp_t dp, size_t b, std::string* why) {
   collx_opts_init(&opts, sizeof opts);
   if (dp->device) {
     // Queued on the stream after the gradients; the collective below is ordered after it.
-    const Status scaled = device_scale(data, bk.padded, dp->pre, dp->stream);
+    Status scaled;
+    if (half) {
+      wire = static_cast<uint16_t*>(dp->device_wire.get()) + bk.start;
+      scaled = cuda::cast_scale(wire, static_cast<collx_datatype_t>(dp->config.comm_dtype), data, COLLX_FLOAT32,
+                                bk.padded, dp->pre, dp->stream);
+    } else {
+      scaled = device_scale(data, bk.padded, dp->pre, dp->stream);
+    }
     if (!scaled.ok()) {
       *why = "bucket " + std::to_string(b) + ": queuing the pre-scale failed: " + scaled.message();
       return scaled.code();
@@ -232,7 +244,11 @@ collx_status_t dp_complete_bucket(collx_dp_t dp, collx_dp_s::Bucket& bk, std::st
   float* data = dp->buffer + bk.start + from;
   if (dp->device) {
     // The collective's result is ordered on the stream; so is the scale after it.
-    const Status st = device_scale(data, n, dp->post, dp->stream);
+    const auto dt = static_cast<collx_datatype_t>(dp->config.comm_dtype);
+    const Status st =
+        is_half_type(dt) ? cuda::cast_scale(data, COLLX_FLOAT32, static_cast<uint16_t*>(dp->device_wire.get()) + bk.start + from,
+                                            dt, n, dp->post, dp->stream)
+                         : device_scale(data, n, dp->post, dp->stream);
     if (!st.ok()) *why = "queuing the post-scale failed: " + st.message();
     return st.code();
   }

@@ -82,6 +82,9 @@ struct collx_dp_s {
   bool device = false;
   void* stream = nullptr;
   collx::parallel::DeviceMem owned_device;  // the owned buffer, on the device
+  // 16-bit comm_dtype on device buffers: the whole buffer's wire copy (bucket b at
+  // buckets[b].start), rounded and widened by kernels on the stream (no helper thread).
+  collx::parallel::DeviceMem device_wire;
   float pre = 1.0f;                 // factor applied before the collective
   float post = 1.0f;                // and after it
   std::vector<char> marked;         // per layout tensor (registration order)

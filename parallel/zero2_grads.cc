@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "lib/common/deadline.h"
+#include "lib/cuda/device.h"
 #include "parallel/low_precision.h"
 #include "parallel/zero_internal.h"
 
@@ -44,7 +45,10 @@ collx_status_t accumulate(collx_zero_t z, size_t si) {
   float* mine = slot_data(s) + from;
   z->s2.slot_of[s.bucket] = -1;
   z->s2.idle.push_back(si);
-  if (z->device) return zero2_offload_copy(z, mine, seg.shard_offset, seg.count);
+  if (z->device) {
+    const uint16_t* wire = s.dev_wire ? static_cast<const uint16_t*>(s.dev_wire->get()) + from : nullptr;
+    return zero2_offload_copy(z, mine, wire, seg.shard_offset, seg.count);
+  }
   if (z->config.deterministic && seg.count) {
     tree_sum(s.gathered.data(), seg.count, static_cast<size_t>(z->size));
     std::copy_n(s.gathered.data(), seg.count, mine);
@@ -105,6 +109,12 @@ collx_status_t acquire(collx_zero_t z, size_t b, const char* fn) {
       const Status ds = slot.dev->allocate_zeroed(s2.slot_elems * sizeof(float), z->stream);
       if (!ds.ok()) return zero_fail(z, ds.code(), std::string(fn) + ": allocating a device slot: " + ds.message());
       z->mem.add(ZeroMem::kGrads, s2.slot_elems * sizeof(float));
+      if (half_wire(z)) {
+        slot.dev_wire.reset(new DeviceMem());
+        const Status ws = slot.dev_wire->allocate_zeroed(s2.slot_elems * sizeof(uint16_t), z->stream);
+        if (!ws.ok()) return zero_fail(z, ws.code(), std::string(fn) + ": allocating a device slot: " + ws.message());
+        z->mem.add(ZeroMem::kComm, s2.slot_elems * sizeof(uint16_t));
+      }
     } else {
       slot.data.reserve(s2.slot_elems);
     }
@@ -152,14 +162,23 @@ collx_status_t launch_next(collx_zero_t z, const char* fn) {
   if (s.dev) {
     // Queued after the gradients on the stream; the collective is ordered after the scale.
     float* data = slot_data(s);
-    const Status sc = device_scale(data, padded, static_cast<float>(1.0 / z->size), z->stream);
+    const float inv_w = static_cast<float>(1.0 / z->size);
+    char* wire = reinterpret_cast<char*>(data);
+    Status sc;
+    if (s.dev_wire) {  // rounded as pack_half rounds: the pre-scaled float32, to nearest even
+      wire = static_cast<char*>(s.dev_wire->get());
+      sc = cuda::cast_scale(wire, dt, data, COLLX_FLOAT32, padded, inv_w, z->stream);
+    } else {
+      sc = device_scale(data, padded, inv_w, z->stream);
+    }
     if (!sc.ok()) return zero_fail(z, sc.code(), std::string(fn) + ": scaling " + bucket_name(z, b) + ": " + sc.message());
     collx_opts_t opts;
     collx_opts_init(&opts, sizeof opts);
     opts.mem_kind = COLLX_MEM_CUDA;
     opts.stream = z->stream;
-    st = collx_ireduce_scatter(data, data + static_cast<size_t>(z->rank) * share, share, dt, COLLX_SUM, z->comm, &opts,
-                               &s.request);
+    const size_t es = s.dev_wire ? sizeof(uint16_t) : sizeof(float);
+    st = collx_ireduce_scatter(wire, wire + static_cast<size_t>(z->rank) * share * es, share, dt, COLLX_SUM, z->comm,
+                               &opts, &s.request);
   } else if (z->config.deterministic) {
     s.gathered.resize(padded);
     st = collx_ialltoall(s.data.data(), s.gathered.data(), share, COLLX_FLOAT32, z->comm, nullptr, &s.request);

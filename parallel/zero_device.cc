@@ -33,8 +33,6 @@ std::string zero_device_unsupported(const collx_zero_config_t& c) {
   if (!c.offload)
     return "config->mem_kind COLLX_MEM_CUDA with offload = 0 (master shard and optimizer on the device) is not "
            "supported yet; set config->offload = 1 (ZeRO-Offload)";
-  if (c.comm_dtype != COLLX_FLOAT32)
-    return "config->comm_dtype 16-bit with device buffers is not supported yet; use COLLX_FLOAT32";
   return "";
 }
 
@@ -71,8 +69,14 @@ collx_status_t zero_offload_grads(collx_zero_t z, const float* buffer) {
   return zero_offload_add(z, "collx_zero_finish_grads");
 }
 
-collx_status_t zero2_offload_copy(collx_zero_t z, const float* owned, size_t shard_offset, size_t count) {
+collx_status_t zero2_offload_copy(collx_zero_t z, float* owned, const uint16_t* wire, size_t shard_offset,
+                                  size_t count) {
   if (!count) return COLLX_OK;
+  if (wire) {  // 16-bit wire: widened into the slot on the stream first
+    const Status ws = cuda::cast_scale(owned, COLLX_FLOAT32, wire, static_cast<collx_datatype_t>(z->config.comm_dtype),
+                                       count, 1.0f, z->stream);
+    if (!ws.ok()) return zero_fail(z, ws.code(), "widening a 16-bit gradient range: " + ws.message());
+  }
   const Status st = cuda::copy_async(z->staging.floats() + shard_offset, owned, count * sizeof(float),
                                      cuda::CopyKind::kDeviceToHost, z->stream);
   if (!st.ok()) return zero_fail(z, st.code(), "copying a gradient shard range to the host: " + st.message());

@@ -73,6 +73,7 @@ struct collx_zero_s {
     collx_request_t request = nullptr;
     // Device buffers: the slot on the device instead of `data` (zeroed on the stream).
     std::unique_ptr<collx::parallel::DeviceMem> dev;
+    std::unique_ptr<collx::parallel::DeviceMem> dev_wire;  // 16-bit comm_dtype
   };
   struct Stage2 {
     std::vector<size_t> pending;  // per bucket: tensors not marked in this micro-step
@@ -149,7 +150,9 @@ collx_status_t zero_device_publish_copy(collx_zero_t z);
 // Stage 2 offload: queues the copy of the finished slot's owned range (reduced, averaged)
 // into `staging` at its shard offset; zero_offload_add adds the whole staging into the
 // gradient shard once the stream is waited for (finish_grads).
-collx_status_t zero2_offload_copy(collx_zero_t z, const float* owned, size_t shard_offset, size_t count);
+// `wire`: the owned range on a 16-bit wire (widened into `owned` first), or NULL.
+collx_status_t zero2_offload_copy(collx_zero_t z, float* owned, const uint16_t* wire, size_t shard_offset,
+                                  size_t count);
 collx_status_t zero_offload_add(collx_zero_t z, const char* fn);
 // Writes count host floats into the device parameter view at element `offset` (rounded to
 // param_dtype) and waits for the copy (the caller's values may go when the call returns).

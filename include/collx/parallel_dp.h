@@ -57,7 +57,8 @@ typedef struct collx_dp_config {
                           rounded into a staging buffer after the pre-divide, reduced in
                           that type, and written back into the float32 buffer before finish
                           returns (accumulation across micro-steps stays float32). Rounding
-                          and write-back run on the reducer's own thread. */
+                          and write-back run on the reducer's own thread (host buffers) or
+                          as kernels queued on config.stream (device buffers). */
   int32_t allow_unused; /* 1 = tensors never marked by finish count as unused (their view
                            is reduced as it is). 0 = finish fails on every rank, naming the
                            first rank and tensor never marked. Default 0. */
@@ -112,8 +113,9 @@ COLLX_API collx_status_t collx_dp_destroy(collx_dp_t dp);
  * for the collectives as on host buffers (the staged and IPC routes return once their last
  * copy is queued on the stream; NCCL once the operation is queued), queues the post-scale
  * kernels and returns WITHOUT waiting for the stream: read the views with work queued on
- * config.stream (or after synchronizing it). 16-bit comm_dtype on device buffers:
- * COLLX_ERR_UNSUPPORTED for now (it needs the device cast kernels).
+ * config.stream (or after synchronizing it). A 16-bit comm_dtype rounds each bucket into a
+ * device wire buffer (one 16-bit copy of the whole buffer) and widens the result back, both
+ * kernels on the stream; no helper thread is started.
  *
  * The float32 view of tensor `tensor_id`'s gradient (numel elements at its layout offset)
  * and the whole buffer. Pointers stay valid for the reducer's life. The engine may write

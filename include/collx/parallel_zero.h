@@ -76,8 +76,8 @@ typedef struct collx_zero_config {
                           collx_zero_grad_ptr return device pointers). Needs a CUDA build with
                           a usable device (or the emulated test device): else
                           COLLX_ERR_UNSUPPORTED naming why. For now stages 0, 1 and 2 with
-                          offload = 1, float32 comm_dtype, deterministic = 0 (others:
-                          COLLX_ERR_UNSUPPORTED naming the field). */
+                          offload = 1 and deterministic = 0 (others: COLLX_ERR_UNSUPPORTED
+                          naming the field). */
   int32_t offload;     /* 1 = ZeRO-Offload (device buffers only): the float32 master shard,
                           the gradient shard and the optimizer state stay in host memory and
                           collx_zero_step runs the host optimizer; finish_grads copies the

@@ -149,6 +149,7 @@ struct Case {
   int32_t mode;
   double predivide;
   bool borrowed;
+  int32_t comm_dtype = COLLX_FLOAT32;
 };
 
 void run_case(const Case& c) {
@@ -157,7 +158,8 @@ void run_case(const Case& c) {
   world.run([&](int rank, collx_comm_t comm) {
     void* stream = nullptr;
     ASSERT_TRUE(cuda::stream_create(&stream).ok());
-    const collx_dp_config_t cfg = dp_config(c.mode, c.predivide);
+    collx_dp_config_t cfg = dp_config(c.mode, c.predivide);
+    cfg.comm_dtype = c.comm_dtype;
     const std::vector<float> host = run_reducer(comm, rank, cfg, false, nullptr, c.borrowed);
     const std::vector<float> dev = run_reducer(comm, rank, cfg, true, stream, c.borrowed);
     cuda::stream_destroy(stream);
@@ -169,6 +171,7 @@ void run_case(const Case& c) {
       std::memcpy(&a, &host[i], 4);
       std::memcpy(&b, &dev[i], 4);
       ASSERT_EQ(a, b) << c.route.name << " world " << c.world << " mode " << c.mode << " predivide " << c.predivide
+                      << " comm_dtype " << c.comm_dtype
                       << " rank " << rank << " element " << i << ": host " << host[i] << " device " << dev[i];
     }
   });
@@ -182,6 +185,14 @@ TEST(DpDevice, AllreduceMatchesHostBitForBit) {
 TEST(DpDevice, ReduceScatterMatchesHostBitForBitInOwnedRanges) {
   run_case({3, kStagedRoute, COLLX_DP_REDUCE_SCATTER, 0.0, true});
   run_case({2, kIpcRoute, COLLX_DP_REDUCE_SCATTER, 1.0, false});  // all after: post-scale 1/2
+}
+
+// A 16-bit wire: rounded and widened by kernels on the stream, as the host helper thread
+// rounds (round to nearest even of the pre-scaled float32), so the bits agree too.
+TEST(DpDevice, Bf16AndFp16WireMatchHostBitForBit) {
+  run_case({3, kStagedRoute, COLLX_DP_ALLREDUCE, 1.0, false, COLLX_BFLOAT16});
+  run_case({2, kIpcRoute, COLLX_DP_REDUCE_SCATTER, 1.0, true, COLLX_BFLOAT16});
+  run_case({2, kStagedRoute, COLLX_DP_ALLREDUCE, 0.0, false, COLLX_FLOAT16});
 }
 
 // Bad or unsupported device configurations fail at create, naming the field.
@@ -202,7 +213,7 @@ TEST(DpDevice, BadConfigsNameTheField) {
     const char* names;
   } bad[] = {
       {7, COLLX_FLOAT32, COLLX_FLOAT32, nullptr, COLLX_ERR_INVALID_ARG, "config->mem_kind"},
-      {COLLX_MEM_CUDA, COLLX_BFLOAT16, COLLX_FLOAT32, nullptr, COLLX_ERR_UNSUPPORTED, "config->comm_dtype"},
+      {COLLX_MEM_CUDA, COLLX_INT8, COLLX_FLOAT32, nullptr, COLLX_ERR_INVALID_ARG, "config->comm_dtype"},
       {COLLX_MEM_CUDA, COLLX_FLOAT32, COLLX_BFLOAT16, nullptr, COLLX_ERR_UNSUPPORTED, "config->grad_dtype"},
       {COLLX_MEM_HOST, COLLX_FLOAT32, COLLX_INT32, nullptr, COLLX_ERR_INVALID_ARG, "config->grad_dtype"},
       {COLLX_MEM_CUDA, COLLX_FLOAT32, COLLX_FLOAT32, host.data(), COLLX_ERR_INVALID_ARG, "grad_buffer is host"},

@@ -160,18 +160,20 @@ std::vector<float> rounded(std::vector<float> v, int32_t param_dtype) {
 }
 
 void run_case(int world_size, const DeviceRoute& route, int stage, int optimizer,
-              int32_t param_dtype = COLLX_FLOAT32) {
+              int32_t param_dtype = COLLX_FLOAT32, int32_t comm_dtype = COLLX_FLOAT32) {
   ThreadRanks world(world_size, kTimeoutMs, route.transports);
   ASSERT_TRUE(world.ok()) << world.error();
   world.run([&](int rank, collx_comm_t comm) {
     void* stream = nullptr;
     ASSERT_TRUE(cuda::stream_create(&stream).ok());
-    const collx_zero_config_t cfg = zero_config(stage, optimizer);
+    collx_zero_config_t cfg = zero_config(stage, optimizer);
+    cfg.comm_dtype = comm_dtype;
     const Result host = run_zero(comm, rank, cfg, false, nullptr);
     const Result dev = run_zero(comm, rank, cfg, true, stream, param_dtype);
     cuda::stream_destroy(stream);
     const std::string what = std::string(route.name) + " world " + std::to_string(world_size) + " stage " +
-                             std::to_string(stage) + " param_dtype " + std::to_string(param_dtype) + " rank " +
+                             std::to_string(stage) + " param_dtype " + std::to_string(param_dtype) + " comm_dtype " +
+                             std::to_string(comm_dtype) + " rank " +
                              std::to_string(rank);
     // The master is float32 in both runs: the 16-bit view is the rounded master.
     expect_same_bits(rounded(host.params, param_dtype), dev.params, what + " params");
@@ -192,6 +194,14 @@ TEST(ZeroDevice, OffloadBf16ParamsAreTheRoundedHostMaster) {
   run_case(3, kStagedRoute, 1, COLLX_OPT_ADAMW, COLLX_BFLOAT16);
   run_case(2, kStagedRoute, 2, COLLX_OPT_ADAMW, COLLX_BFLOAT16);
   run_case(2, kIpcRoute, 0, COLLX_OPT_SGD, COLLX_FLOAT16);
+}
+
+// A 16-bit gradient wire (stage 1 through the dp reducer, stage 2 through its slots): rounded
+// and widened on the device exactly as the host path rounds.
+TEST(ZeroDevice, OffloadBf16WireMatchesHostBitForBit) {
+  run_case(3, kStagedRoute, 1, COLLX_OPT_ADAMW, COLLX_FLOAT32, COLLX_BFLOAT16);
+  run_case(2, kIpcRoute, 2, COLLX_OPT_ADAMW, COLLX_BFLOAT16, COLLX_BFLOAT16);
+  run_case(3, kStagedRoute, 2, COLLX_OPT_SGD, COLLX_FLOAT32, COLLX_FLOAT16);
 }
 
 TEST(ZeroDevice, OffloadStage2MatchesHostBitForBit) {
@@ -217,7 +227,7 @@ TEST(ZeroDevice, BadConfigsNameTheField) {
       {3, COLLX_MEM_CUDA, 1, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "config->param_dtype"},
       {1, COLLX_MEM_CUDA, 0, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "offload = 0"},
       {3, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "stage 3"},
-      {1, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_BFLOAT16, COLLX_ERR_UNSUPPORTED, "config->comm_dtype"},
+      {2, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_INT8, COLLX_ERR_INVALID_ARG, "config->comm_dtype"},
   };
   collx_layout_t l = make_layout(1, kSizes, kBucket);
   for (const Bad& b : bad) {
