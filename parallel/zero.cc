@@ -141,10 +141,12 @@ collx_status_t create(collx_comm_t comm, collx_layout_t layout, const collx_zero
   z->config = *config;
   z->plan.stats.state = config->stage == 3 && config->prefetch_depth > 0 ? 1 : 0;  // recording
   plan_segments(z.get());
-  z->master.assign(z->shard_count, 0.0f);
-  z->grad.assign(z->shard_count, 0.0f);
-  if (config->optimizer != COLLX_OPT_NONE) z->exp_avg.assign(z->shard_count, 0.0f);
-  if (config->optimizer == COLLX_OPT_ADAMW) z->exp_avg_sq.assign(z->shard_count, 0.0f);
+  if (config->mem_kind != COLLX_MEM_CUDA || config->offload) {  // else on the device (zero_device_init)
+    z->master.assign(z->shard_count, 0.0f);
+    z->grad.assign(z->shard_count, 0.0f);
+    if (config->optimizer != COLLX_OPT_NONE) z->exp_avg.assign(z->shard_count, 0.0f);
+    if (config->optimizer == COLLX_OPT_ADAMW) z->exp_avg_sq.assign(z->shard_count, 0.0f);
+  }
   if (config->mem_kind == COLLX_MEM_CUDA) {
     st = zero_device_init(z.get());
     if (st != COLLX_OK) return zero_create_fail(st, z->error.get());
@@ -173,15 +175,21 @@ collx_status_t create(collx_comm_t comm, collx_layout_t layout, const collx_zero
 // sum over DP is the norm, as for the sharded stages.
 collx_status_t norm_sq(collx_zero_t z, int32_t tp_rank, int32_t shared, double* out) {
   double s = 0;
+  std::vector<std::pair<size_t, size_t>> ranges;  // device state: summed by a kernel, same order
   for (size_t pos = 0; pos < z->layout->tensors.size() && (z->config.stage || !z->rank); ++pos) {
     const auto& t = z->layout->tensors[pos];
     if (!counts_in_norm(t.flags, tp_rank, shared)) continue;
     size_t own_off = 0, boff = 0, n = 0;
     zero_owned(z, pos, &own_off, &boff, &n);
     if (!n) continue;
+    if (z->device_state) {
+      ranges.emplace_back(zero_shard_offset(z, pos, boff), n);
+      continue;
+    }
     const float* g = z->grad.data() + zero_shard_offset(z, pos, boff);
     for (size_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
   }
+  if (z->device_state) return zero_device_norm(z, ranges, out);
   *out = s;
   return COLLX_OK;
 }
@@ -296,8 +304,8 @@ COLLX_API collx_status_t collx_zero_param_view(collx_zero_t z, uint64_t tensor_i
 
 COLLX_API collx_status_t collx_zero_shard(collx_zero_t z, float** master, float** grad, size_t* count) {
   if (!z) return COLLX_ERR_INVALID_ARG;
-  if (master) *master = z->master.data();
-  if (grad) *grad = z->grad.data();
+  if (master) *master = zero_master(z);
+  if (grad) *grad = zero_grad_shard(z);
   if (count) *count = z->shard_count;
   return COLLX_OK;
 }

@@ -289,7 +289,7 @@ collx_status_t zero2_finish(collx_zero_t z, int64_t timeout_ms) {
   while (st == COLLX_OK && s2.next_bucket < s2.pending.size()) st = launch_next(z, fn);
   const Deadline deadline = Deadline::after_ms(timeout_ms < 0 ? z->config.timeout_ms : timeout_ms);
   while (st == COLLX_OK && !s2.flight.empty()) st = complete_oldest(z, true, deadline, fn);
-  if (st == COLLX_OK && z->device) st = zero_offload_add(z, fn);
+  if (st == COLLX_OK && z->device && !z->device_state) st = zero_offload_add(z, fn);
   if (st != COLLX_OK) return st;
   st = agree_on_marks(z);
   reset_step(z);

@@ -30,9 +30,6 @@ std::string zero_device_unsupported(const collx_zero_config_t& c) {
            " on device buffers is not supported yet (stages 0, 1 and 2 with offload = 1)";
   if (c.deterministic)
     return "config->deterministic with device buffers is not supported yet (stage 2 on host buffers)";
-  if (!c.offload)
-    return "config->mem_kind COLLX_MEM_CUDA with offload = 0 (master shard and optimizer on the device) is not "
-           "supported yet; set config->offload = 1 (ZeRO-Offload)";
   return "";
 }
 
@@ -45,6 +42,17 @@ collx_status_t zero_device_init(collx_zero_t z) {
   Status st = z->params_dev.allocate_zeroed(bytes, z->stream);
   if (st.ok()) st = z->grad_buffer_dev.allocate_zeroed(grad_bytes, z->stream);
   if (st.ok()) st = z->staging.allocate(z->shard_count * sizeof(float), z->stream);
+  const size_t shard_bytes = z->shard_count * sizeof(float);
+  if (!z->config.offload) {
+    z->device_state = true;
+    const bool m = z->config.optimizer != COLLX_OPT_NONE, v = z->config.optimizer == COLLX_OPT_ADAMW;
+    if (st.ok()) st = z->master_dev.allocate_zeroed(shard_bytes, z->stream);
+    if (st.ok()) st = z->grad_dev.allocate_zeroed(shard_bytes, z->stream);
+    if (st.ok() && m) st = z->exp_avg_dev.allocate_zeroed(shard_bytes, z->stream);
+    if (st.ok() && v) st = z->exp_avg_sq_dev.allocate_zeroed(shard_bytes, z->stream);
+    z->mem.add(ZeroMem::kGrads, shard_bytes);
+    z->mem.add(ZeroMem::kOptim, shard_bytes * (1 + (m ? 1 : 0) + (v ? 1 : 0)));
+  }
   if (!st.ok()) return zero_fail(z, st.code(), "allocating device buffers: " + st.message());
   // Booked as the host buffers are, so collx_zero_memory shows where the bytes went.
   z->mem.add(ZeroMem::kParams, bytes);
@@ -77,6 +85,11 @@ collx_status_t zero2_offload_copy(collx_zero_t z, float* owned, const uint16_t* 
                                        count, 1.0f, z->stream);
     if (!ws.ok()) return zero_fail(z, ws.code(), "widening a 16-bit gradient range: " + ws.message());
   }
+  if (z->device_state) {  // added into the device shard, on the stream
+    const Status as = device_add(zero_grad_shard(z) + shard_offset, owned, count, z->stream);
+    if (!as.ok()) return zero_fail(z, as.code(), "adding a gradient range into the shard: " + as.message());
+    return COLLX_OK;
+  }
   const Status st = cuda::copy_async(z->staging.floats() + shard_offset, owned, count * sizeof(float),
                                      cuda::CopyKind::kDeviceToHost, z->stream);
   if (!st.ok()) return zero_fail(z, st.code(), "copying a gradient shard range to the host: " + st.message());
@@ -91,7 +104,68 @@ collx_status_t zero_offload_add(collx_zero_t z, const char* fn) {
   return COLLX_OK;
 }
 
+float* zero_master(collx_zero_t z) {
+  return z->device_state ? static_cast<float*>(z->master_dev.get()) : z->master.data();
+}
+
+float* zero_grad_shard(collx_zero_t z) {
+  return z->device_state ? static_cast<float*>(z->grad_dev.get()) : z->grad.data();
+}
+
+collx_status_t zero_device_add_grads(collx_zero_t z, const float* buffer) {
+  for (const auto& seg : z->segments) {
+    const Status st = device_add(zero_grad_shard(z) + seg.shard_offset, buffer + seg.buffer_offset, seg.count, z->stream);
+    if (!st.ok()) return zero_fail(z, st.code(), "collx_zero_finish_grads: adding the gradient shard: " + st.message());
+  }
+  return COLLX_OK;
+}
+
+collx_status_t zero_device_step(collx_zero_t z, float grad_scale) {
+  const collx_zero_config_t& c = z->config;
+  cuda::OptimizerStep s;
+  s.lr = c.lr;
+  s.weight_decay = c.weight_decay;
+  s.momentum = c.momentum;
+  s.beta1 = c.beta1;
+  s.beta2 = c.beta2;
+  s.eps = c.eps;
+  s.step = z->steps;
+  s.grad_scale = grad_scale;
+  s.zero_grad = true;  // as the host step zeroes the gradient shard
+  float* m = static_cast<float*>(z->exp_avg_dev.get());
+  const Status st =
+      c.optimizer == COLLX_OPT_SGD
+          ? cuda::sgd_step(zero_master(z), zero_grad_shard(z), c.momentum != 0 ? m : nullptr, z->shard_count, s,
+                           nullptr, COLLX_FLOAT32, z->stream)
+          : cuda::adamw_step(zero_master(z), zero_grad_shard(z), m, static_cast<float*>(z->exp_avg_sq_dev.get()),
+                             z->shard_count, s, nullptr, COLLX_FLOAT32, z->stream);
+  if (!st.ok()) return zero_fail(z, st.code(), "collx_zero_step: " + st.message());
+  return COLLX_OK;
+}
+
+collx_status_t zero_device_norm(collx_zero_t z, const std::vector<std::pair<size_t, size_t>>& ranges, double* out) {
+  DeviceMem acc;
+  Status st = acc.allocate_zeroed(sizeof(double), z->stream);
+  for (size_t i = 0; st.ok() && i < ranges.size(); ++i)
+    st = cuda::sum_squares(zero_grad_shard(z) + ranges[i].first, COLLX_FLOAT32, ranges[i].second,
+                           static_cast<double*>(acc.get()), z->stream);
+  if (st.ok()) st = cuda::copy_async(out, acc.get(), sizeof(double), cuda::CopyKind::kDeviceToHost, z->stream);
+  if (st.ok())
+    st = cuda::stream_wait(z->stream, Deadline::after_ms(z->config.timeout_ms), nullptr, "collx_zero_grad_norm_sq");
+  if (!st.ok()) return zero_fail(z, st.code(), "collx_zero_grad_norm_sq: " + st.message());
+  return COLLX_OK;
+}
+
 collx_status_t zero_device_publish_copy(collx_zero_t z) {
+  if (z->device_state) {  // shard -> its owned ranges of the view, rounded to param_dtype on the device
+    const auto dt = static_cast<collx_datatype_t>(z->config.param_dtype);
+    for (const auto& seg : z->segments) {
+      const Status st = cuda::cast_scale(zero_params(z) + seg.buffer_offset * zero_param_size(z), dt,
+                                         zero_master(z) + seg.shard_offset, COLLX_FLOAT32, seg.count, 1.0f, z->stream);
+      if (!st.ok()) return zero_fail(z, st.code(), "collx_zero_publish: " + st.message());
+    }
+    return COLLX_OK;
+  }
   // The copies read `staging`, not the master: the host may step or load the master before
   // they run. The next write into staging is finish_grads' copy, queued after these.
   // 16-bit parameters: rounded here, on the host (offload), into the front of the staging.
@@ -110,6 +184,27 @@ collx_status_t zero_device_publish_copy(collx_zero_t z) {
     if (!st.ok()) return zero_fail(z, st.code(), "collx_zero_publish: copying the master shard: " + st.message());
   }
   return COLLX_OK;
+}
+
+collx_status_t zero_device_load_master(collx_zero_t z, uint64_t id, size_t toff, size_t count, const float* values,
+                                       const char* fn) {
+  size_t pos = 0;
+  collx_status_t zs = zero_find(z, id, fn, &pos);
+  if (zs != COLLX_OK) return zs;
+  const auto& t = z->layout->tensors[pos];
+  if (toff > t.numel || count > t.numel - toff)
+    return zero_fail(z, COLLX_ERR_INVALID_ARG, std::string(fn) + ": elements outside tensor " + std::to_string(id));
+  if (!values && count) return zero_fail(z, COLLX_ERR_INVALID_ARG, std::string(fn) + ": values is NULL");
+  size_t own_off = 0, boff = 0, n = 0;
+  zero_owned(z, pos, &own_off, &boff, &n);
+  const size_t lo = std::max(own_off, toff), hi = std::min(own_off + n, toff + count);
+  if (lo < hi) {  // the owned part is contiguous in the shard
+    const Status st = cuda::copy_async(zero_master(z) + zero_shard_offset(z, pos, boff + (lo - own_off)),
+                                       values + (lo - toff), (hi - lo) * sizeof(float), cuda::CopyKind::kHostToDevice,
+                                       z->stream);
+    if (!st.ok()) return zero_fail(z, st.code(), std::string(fn) + ": " + st.message());
+  }
+  return zero_device_load_params(z, t.offset + toff, values, count);  // waits for both copies
 }
 
 collx_status_t zero_device_load_params(collx_zero_t z, size_t offset, const float* values, size_t count) {

@@ -31,7 +31,7 @@ collx_status_t finish_grads(collx_zero_t z, int64_t timeout_ms) {
   float* buf = nullptr;
   collx_dp_buffer(z->dp, &buf, nullptr);
   if (z->device) {
-    st = zero_offload_grads(z, buf);
+    st = z->device_state ? zero_device_add_grads(z, buf) : zero_offload_grads(z, buf);
     return st != COLLX_OK ? st : from_dp(z, collx_dp_zero(z->dp));
   }
   for (const auto& seg : z->segments)

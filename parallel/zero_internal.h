@@ -62,7 +62,11 @@ struct collx_zero_s {
   void* stream = nullptr;
   collx::parallel::DeviceMem params_dev;
   collx::parallel::DeviceMem grad_buffer_dev;
-  collx::parallel::PinnedMem staging;  // shard_count floats
+  collx::parallel::PinnedMem staging;  // shard_count floats (offload)
+  // Device buffers without offload: the master shard, gradient shard and moments on the
+  // device (the host vectors above stay empty), stepped by lib/cuda's optimizer kernels.
+  bool device_state = false;
+  collx::parallel::DeviceMem master_dev, grad_dev, exp_avg_dev, exp_avg_sq_dev;
   // Stage 2 (zero2_grads.cc): each bucket gets a slot from a pool while it is filled and
   // reduced; the owned range is then added into `grad` and the slot reused.
   struct Slot {
@@ -141,6 +145,21 @@ collx_status_t zero_device_init(collx_zero_t z);
 // zero_param_size(z) bytes (config.param_dtype).
 char* zero_params(collx_zero_t z);
 size_t zero_param_size(collx_zero_t z);
+// Device state: collx_zero_load (initial weights or master pieces): the owned part into the
+// device master shard and the whole range into the parameter view; waits for the copies.
+collx_status_t zero_device_load_master(collx_zero_t z, uint64_t id, size_t toff, size_t count, const float* values,
+                                       const char* fn);
+// Shard pointers (device memory when device_state).
+float* zero_master(collx_zero_t z);
+float* zero_grad_shard(collx_zero_t z);
+// Device state: the optimizer step on the device (zero_step.cc's formulas, lib/cuda kernels).
+collx_status_t zero_device_step(collx_zero_t z, float grad_scale);
+// Device state: the sum of squares of `count` shard gradients from shard_offset, added to
+// the device double `acc` (zero it first); the caller reads it after waiting.
+collx_status_t zero_device_norm(collx_zero_t z, const std::vector<std::pair<size_t, size_t>>& ranges, double* out);
+// Device state (stages 0, 1): adds the reduced owned ranges of `buffer` into the device
+// gradient shard, on the stream.
+collx_status_t zero_device_add_grads(collx_zero_t z, const float* buffer);
 // Offload: copies the reduced owned ranges of the device gradient buffer to the host
 // (waiting for the stream) and adds them into the gradient shard.
 collx_status_t zero_offload_grads(collx_zero_t z, const float* buffer);

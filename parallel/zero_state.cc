@@ -20,6 +20,10 @@ const char* kind_name(int32_t kind) {
 
 // The shard of `kind`, or an INVALID_ARG naming it when the optimizer keeps none.
 collx_status_t state_of(collx_zero_t z, int32_t kind, const char* fn, collx_zero_s::Floats** out) {
+  if (z->device_state)
+    return zero_fail(z, COLLX_ERR_UNSUPPORTED,
+                     std::string(fn) + ": the optimizer state is on the device (mem_kind COLLX_MEM_CUDA, offload = 0); "
+                                       "checkpoint calls on it are not supported yet (use offload = 1)");
   collx_zero_s::Floats* v = nullptr;
   if (kind == COLLX_ZERO_MASTER) v = &z->master;
   if (kind == COLLX_ZERO_EXP_AVG) v = &z->exp_avg;
@@ -36,6 +40,7 @@ collx_status_t state_of(collx_zero_t z, int32_t kind, const char* fn, collx_zero
 
 collx_status_t load_state(collx_zero_t z, int32_t kind, uint64_t id, size_t toff, size_t count,
                           const float* values, const char* fn) {
+  if (z->device_state && kind == COLLX_ZERO_MASTER) return zero_device_load_master(z, id, toff, count, values, fn);
   collx_zero_s::Floats* state = nullptr;
   collx_status_t st = state_of(z, kind, fn, &state);
   size_t pos = 0;

@@ -50,6 +50,7 @@ collx_status_t step(collx_zero_t z, double grad_scale) {
     return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_step: grad_scale is not finite (an overflow: skip the step)");
   z->steps++;
   const float gs = static_cast<float>(grad_scale);
+  if (z->device_state) return zero_device_step(z, gs);  // queued on the stream
   if (z->config.optimizer == COLLX_OPT_SGD)
     sgd(z, gs);
   else

@@ -75,9 +75,14 @@ typedef struct collx_zero_config {
                           device memory on the current device (collx_zero_param_ptr and
                           collx_zero_grad_ptr return device pointers). Needs a CUDA build with
                           a usable device (or the emulated test device): else
-                          COLLX_ERR_UNSUPPORTED naming why. For now stages 0, 1 and 2 with
-                          offload = 1 and deterministic = 0 (others: COLLX_ERR_UNSUPPORTED
-                          naming the field). */
+                          COLLX_ERR_UNSUPPORTED naming why. With offload = 0 the master
+                          shard, gradient shard and optimizer state are device memory too
+                          (collx_zero_shard returns device pointers; the step runs device
+                          kernels; the checkpoint calls on that state, full_tensor,
+                          full_state, state_shard, load_state of moments:
+                          COLLX_ERR_UNSUPPORTED for now). For now stages 0, 1
+                          and 2, deterministic = 0 (others: COLLX_ERR_UNSUPPORTED naming the
+                          field). docs/parallel-zero.md "Device buffers". */
   int32_t offload;     /* 1 = ZeRO-Offload (device buffers only): the float32 master shard,
                           the gradient shard and the optimizer state stay in host memory and
                           collx_zero_step runs the host optimizer; finish_grads copies the
