@@ -25,9 +25,6 @@ std::string zero_device_unsupported(const collx_zero_config_t& c) {
   if (c.mem_kind != COLLX_MEM_CUDA) return "";
   std::string why = device_unavailable();
   if (!why.empty()) return "config->mem_kind is COLLX_MEM_CUDA but " + why;
-  if (c.stage > 2)
-    return "config->mem_kind COLLX_MEM_CUDA: stage " + std::to_string(c.stage) +
-           " on device buffers is not supported yet (stages 0, 1 and 2 with offload = 1)";
   if (c.deterministic)
     return "config->deterministic with device buffers is not supported yet (stage 2 on host buffers)";
   return "";
@@ -36,7 +33,8 @@ std::string zero_device_unsupported(const collx_zero_config_t& c) {
 collx_status_t zero_device_init(collx_zero_t z) {
   z->device = true;
   z->stream = z->config.stream;
-  const size_t bytes = z->layout->total * zero_param_size(z);
+  // Stage 3 keeps no full view: its gathered tensors are allocated per fetch.
+  const size_t bytes = z->config.stage < 3 ? z->layout->total * zero_param_size(z) : 0;
   // Gradients stay float32 (accumulation); stage 2 has bucket slots instead of a buffer.
   const size_t grad_bytes = z->config.stage < 2 ? z->layout->total * sizeof(float) : 0;
   Status st = z->params_dev.allocate_zeroed(bytes, z->stream);
@@ -207,6 +205,41 @@ collx_status_t zero_device_load_master(collx_zero_t z, uint64_t id, size_t toff,
   return zero_device_load_params(z, t.offset + toff, values, count);  // waits for both copies
 }
 
+collx_status_t zero3_device_reduce_grad(collx_zero_t z, size_t pos, const float* full) {
+  const auto& t = z->layout->tensors[pos];
+  const size_t chunk = zero_chunk(z, pos);
+  DeviceMem tmp;  // padded, zeroed; freed after the stream drained
+  Status st = tmp.allocate_zeroed(t.padded * sizeof(float), z->stream);
+  float* buf = static_cast<float*>(tmp.get());
+  // Pre-divided by W as the host path (W = 1: an exact copy).
+  if (st.ok() && t.numel)
+    st = cuda::cast_scale(buf, COLLX_FLOAT32, full, COLLX_FLOAT32, t.numel,
+                          z->size == 1 ? 1.0f : 1.0f / static_cast<float>(z->size), z->stream);
+  if (!st.ok()) return zero_fail(z, st.code(), "collx_zero3_reduce_grad: " + st.message());
+  float* mine = buf + static_cast<size_t>(z->rank) * chunk;
+  collx_opts_t opts;
+  collx_opts_init(&opts, sizeof opts);
+  opts.mem_kind = COLLX_MEM_CUDA;
+  opts.stream = z->stream;
+  const collx_status_t cs = collx_reduce_scatter(buf, mine, chunk, COLLX_FLOAT32, COLLX_SUM, z->comm, &opts);
+  if (cs != COLLX_OK)
+    return zero_fail(z, cs, "collx_zero3_reduce_grad: tensor " + std::to_string(t.id) + ": " + comm_error(z->comm, cs));
+  const size_t shard_offset = z->segments[z->tensor_segment[pos]].shard_offset;
+  if (z->device_state) {
+    st = device_add(zero_grad_shard(z) + shard_offset, mine, chunk, z->stream);
+    if (!st.ok()) return zero_fail(z, st.code(), "collx_zero3_reduce_grad: " + st.message());
+    return COLLX_OK;
+  }
+  // Offload: through the staging (its range for this tensor), then added on the host.
+  st = cuda::copy_async(z->staging.floats() + shard_offset, mine, chunk * sizeof(float), cuda::CopyKind::kDeviceToHost,
+                        z->stream);
+  if (st.ok())
+    st = cuda::stream_wait(z->stream, Deadline::after_ms(z->config.timeout_ms), nullptr, "collx_zero3_reduce_grad");
+  if (!st.ok()) return zero_fail(z, st.code(), "collx_zero3_reduce_grad: " + st.message());
+  for (size_t i = 0; i < chunk; ++i) z->grad[shard_offset + i] += z->staging.floats()[shard_offset + i];
+  return COLLX_OK;
+}
+
 collx_status_t zero_device_load_params(collx_zero_t z, size_t offset, const float* values, size_t count) {
   if (!count) return COLLX_OK;
   const size_t es = zero_param_size(z);
@@ -217,7 +250,9 @@ collx_status_t zero_device_load_params(collx_zero_t z, size_t offset, const floa
     pack_half(values, rounded.data(), count, 1.0f, z->config.param_dtype);
     src = rounded.data();
   }
-  Status st = cuda::copy_async(zero_params(z) + offset * es, src, count * es, cuda::CopyKind::kHostToDevice, z->stream);
+  Status st;
+  if (z->config.stage < 3)  // stage 3: only the master shard (already queued) is written
+    st = cuda::copy_async(zero_params(z) + offset * es, src, count * es, cuda::CopyKind::kHostToDevice, z->stream);
   if (st.ok())
     st = cuda::stream_wait(z->stream, Deadline::after_ms(z->config.timeout_ms), nullptr,
                            "collx_zero_load: the parameters' copy to the device");

@@ -48,6 +48,7 @@ collx_status_t reduce_grad(collx_zero_t z, uint64_t id, const float* full) {
   if (!full && t.numel) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero3_reduce_grad: full_grad is NULL");
   const size_t chunk = zero_chunk(z, pos);
   if (!chunk) return COLLX_OK;
+  if (z->device) return zero3_device_reduce_grad(z, pos, full);
   collx_zero_s::Floats tmp = z->counted(ZeroMem::kGrads);
   tmp.assign(t.padded, 0.0f);
   const float inv_w = 1.0f / static_cast<float>(z->size);

@@ -33,6 +33,19 @@ struct collx_zero_s {
     Floats send;
     Floats recv;
     collx_request_t request = nullptr;
+    // Device buffers: send and receive on the device (send filled from the master on the
+    // stream; offload: through `up`, pinned). Freed after the stream drained.
+    std::unique_ptr<collx::parallel::DeviceMem> dsend, drecv;
+    std::unique_ptr<collx::parallel::PinnedMem> up;
+    size_t elems = 0;  // chunk elements of this rank (send size)
+  };
+  // A gathered stage-3 tensor (padded): host vector, or device memory with device buffers.
+  struct Gathered {
+    Floats host;
+    std::unique_ptr<collx::parallel::DeviceMem> dev;
+    size_t elems = 0;
+    float* data() { return dev ? static_cast<float*>(dev->get()) : host.data(); }
+    size_t size() const { return dev ? elems : host.size(); }
   };
   collx_comm_t comm = nullptr;
   int32_t rank = 0;
@@ -91,7 +104,7 @@ struct collx_zero_s {
     size_t slot_elems = 0;        // the largest padded bucket
   } s2;
   // Stage 3.
-  std::map<uint64_t, Floats> gathered;  // id -> padded full tensor
+  std::map<uint64_t, Gathered> gathered;  // id -> padded full tensor
   std::vector<Gather> in_flight;
   size_t live = 0;
   size_t peak = 0;
@@ -129,6 +142,8 @@ collx_status_t zero3_complete_ids(collx_zero_t z, const std::vector<uint64_t>& i
 bool zero3_in_flight(collx_zero_t z, uint64_t id);
 // Launches one all-gather of the sorted, not yet gathered `ids` (elems: their padded sum).
 collx_status_t zero3_launch(collx_zero_t z, std::vector<uint64_t> ids, size_t elems);
+// The same on device buffers (send filled on the stream from the master shard).
+collx_status_t zero3_launch_device(collx_zero_t z, collx_zero_s::Gather g, size_t elems);
 // True when gathering `elems` more would pass max_live_elems.
 bool zero3_over_limit(collx_zero_t z, size_t elems);
 // Stage-3 gather of the sorted ids outside the plan (publish's persistent tensors).
@@ -149,6 +164,9 @@ size_t zero_param_size(collx_zero_t z);
 // device master shard and the whole range into the parameter view; waits for the copies.
 collx_status_t zero_device_load_master(collx_zero_t z, uint64_t id, size_t toff, size_t count, const float* values,
                                        const char* fn);
+// Stage 3 on device buffers: the device full gradient of tensor `pos` pre-divided,
+// reduce-scattered on the stream and added into the gradient shard.
+collx_status_t zero3_device_reduce_grad(collx_zero_t z, size_t pos, const float* full);
 // Shard pointers (device memory when device_state).
 float* zero_master(collx_zero_t z);
 float* zero_grad_shard(collx_zero_t z);

@@ -71,8 +71,8 @@ typedef struct collx_zero_config {
   /* Device buffers (fields added later: a caller compiled without them gets the defaults,
    * host buffers; docs/parallel-zero.md "Device buffers"). */
   int32_t mem_kind;    /* COLLX_MEM_HOST (default) or COLLX_MEM_CUDA: the full parameter view
-                          and the gradient buffer (stages 0, 1) or bucket slots (stage 2) are
-                          device memory on the current device (collx_zero_param_ptr and
+                          and the gradient buffer (stages 0, 1), bucket slots (stage 2) or
+                          gathered tensors (stage 3) are device memory on the current device (collx_zero_param_ptr and
                           collx_zero_grad_ptr return device pointers). Needs a CUDA build with
                           a usable device (or the emulated test device): else
                           COLLX_ERR_UNSUPPORTED naming why. With offload = 0 the master
@@ -80,9 +80,11 @@ typedef struct collx_zero_config {
                           (collx_zero_shard returns device pointers; the step runs device
                           kernels; the checkpoint calls on that state, full_tensor,
                           full_state, state_shard, load_state of moments:
-                          COLLX_ERR_UNSUPPORTED for now). For now stages 0, 1
-                          and 2, deterministic = 0 (others: COLLX_ERR_UNSUPPORTED naming the
-                          field). docs/parallel-zero.md "Device buffers". */
+                          COLLX_ERR_UNSUPPORTED for now). Every stage; stage 3's
+                          gathered tensors and collx_zero3_reduce_grad's full_grad are device
+                          memory. Not yet: deterministic = 1, 16-bit stage-3 parameters
+                          (COLLX_ERR_UNSUPPORTED naming the field). docs/parallel-zero.md
+                          "Device buffers". */
   int32_t offload;     /* 1 = ZeRO-Offload (device buffers only): the float32 master shard,
                           the gradient shard and the optimizer state stay in host memory and
                           collx_zero_step runs the host optimizer; finish_grads copies the

@@ -35,6 +35,7 @@ constexpr int64_t kTimeoutMs = 60000;
 // AdamW as the host ZeRO tests use it, or SGD with momentum.
 collx_zero_config_t zero_config(int stage, int optimizer) {
   collx_zero_config_t c = zero_test_config(stage);
+  if (stage == 3) c.prefetch_depth = 2;  // plan gathers in flight behind the fetches
   if (optimizer == COLLX_OPT_SGD) {
     c.optimizer = COLLX_OPT_SGD;
     c.lr = 0.05;
@@ -54,6 +55,58 @@ struct Result {
   std::vector<double> norms;  // collx_zero_grad_norm_sq before each step
 };
 
+// The whole parameter view (stages 0-2), widened to float32; device: the stream was waited.
+std::vector<float> read_view(collx_zero_t z, collx_layout_t l, size_t total, bool device, int32_t param_dtype) {
+  void* view = nullptr;
+  int32_t dtype = -1;
+  size_t offset = 0;
+  EXPECT_EQ(collx_zero_param_view(z, 0, &view, &dtype), COLLX_OK) << collx_zero_last_error(z);
+  EXPECT_EQ(dtype, device ? param_dtype : COLLX_FLOAT32);
+  collx_layout_tensor(l, 0, &offset, nullptr);
+  const size_t es = dtype == COLLX_FLOAT32 ? 4 : 2;
+  // The start of the whole view (the layout puts tensors in reverse order).
+  const char* params = static_cast<const char*>(view) - offset * es;
+  std::vector<char> bytes(total * es);
+  if (device) {
+    EXPECT_TRUE(cuda::copy(bytes.data(), params, bytes.size(), cuda::CopyKind::kDeviceToHost).ok());
+  } else {
+    std::memcpy(bytes.data(), params, bytes.size());
+  }
+  std::vector<float> out(total);
+  for (size_t i = 0; i < total; ++i) {
+    uint16_t h = 0;
+    if (es == 4) {
+      std::memcpy(&out[i], bytes.data() + 4 * i, 4);
+      continue;
+    }
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    out[i] = dtype == COLLX_BFLOAT16 ? parallel::bf16_to_float(h) : parallel::fp16_to_float(h);
+  }
+  return out;
+}
+
+// Stage 3 has no full view: every tensor gathered, read and released (device: the gather is
+// ordered on the stream, so the stream is waited before the blocking copy).
+std::vector<float> read_gathered(collx_zero_t z, collx_layout_t l, size_t total, bool device, void* stream) {
+  std::vector<float> out(total, 0.0f);
+  for (size_t t = 0; t < kSizes.size(); ++t) {
+    const uint64_t id = t;
+    size_t off = 0, n = 0;
+    collx_layout_tensor(l, t, &off, &n);
+    float* p = nullptr;
+    EXPECT_EQ(collx_zero3_fetch(z, &id, 1), COLLX_OK) << collx_zero_last_error(z);
+    EXPECT_EQ(collx_zero_param_ptr(z, t, &p), COLLX_OK) << collx_zero_last_error(z);
+    if (device && n) {
+      EXPECT_TRUE(cuda::stream_wait(stream, Deadline::after_ms(kTimeoutMs), nullptr, "test").ok());
+      EXPECT_TRUE(cuda::copy(out.data() + off, p, n * sizeof(float), cuda::CopyKind::kDeviceToHost).ok());
+    } else if (n) {
+      std::memcpy(out.data() + off, p, n * sizeof(float));
+    }
+    EXPECT_EQ(collx_zero3_release(z, &id, 1), COLLX_OK);
+  }
+  return out;
+}
+
 // kSteps steps of kMicro micro-steps; device: gradients copied to a device scratch and added
 // into the views on the stream, parameters read back after synchronizing it.
 // 16-bit parameters (param_dtype) are read back widened to float32 (exact).
@@ -61,7 +114,8 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
                 int32_t param_dtype = COLLX_FLOAT32, int32_t offload = 1) {
   int32_t world = 0;
   collx_comm_size(comm, &world);
-  collx_layout_t l = make_layout(world, kSizes, kBucket);
+  const int stage = cfg.stage;
+  collx_layout_t l = make_layout(world, kSizes, kBucket, stage == 3 ? COLLX_PART_PER_TENSOR : COLLX_PART_FLAT);
   size_t total = 0;
   collx_layout_total(l, &total);
   if (device) {
@@ -92,9 +146,21 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
       for (size_t t = kSizes.size(); t-- > 0;) {  // backward order
         size_t off = 0, n = 0;
         collx_layout_tensor(l, t, &off, &n);
+        for (size_t j = 0; j < n; ++j) g[off + j] = micro_grad(rank, t, j, step, micro);
+        if (stage == 3) {  // gather, use, release, then the full gradient (device memory on device)
+          const uint64_t id = t;
+          EXPECT_EQ(collx_zero3_fetch(z, &id, 1), COLLX_OK) << collx_zero_last_error(z);
+          EXPECT_EQ(collx_zero3_release(z, &id, 1), COLLX_OK) << collx_zero_last_error(z);
+          if (device && n) {
+            EXPECT_TRUE(cuda::copy_async(dev + off, g.data() + off, n * sizeof(float), cuda::CopyKind::kHostToDevice,
+                                         stream).ok());
+          }
+          EXPECT_EQ(collx_zero3_reduce_grad(z, t, device ? dev + off : g.data() + off), COLLX_OK)
+              << collx_zero_last_error(z);
+          continue;
+        }
         float* view = nullptr;
         EXPECT_EQ(collx_zero_grad_ptr(z, t, &view), COLLX_OK) << collx_zero_last_error(z);
-        for (size_t j = 0; j < n; ++j) g[off + j] = micro_grad(rank, t, j, step, micro);
         if (device && n) {
           EXPECT_TRUE(cuda::copy_async(dev + off, g.data() + off, n * sizeof(float), cuda::CopyKind::kHostToDevice,
                                        stream).ok());
@@ -104,6 +170,7 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
         }
         EXPECT_EQ(collx_zero_mark_ready(z, t), COLLX_OK) << collx_zero_last_error(z);
       }
+      if (stage == 3) continue;
       EXPECT_EQ(collx_zero_finish_grads(z, -1), COLLX_OK) << collx_zero_last_error(z);
     }
     double norm = 0;
@@ -112,32 +179,8 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
     EXPECT_EQ(collx_zero_step(z, 1.0), COLLX_OK) << collx_zero_last_error(z);
     EXPECT_EQ(collx_zero_publish(z), COLLX_OK) << collx_zero_last_error(z);
   }
-  void* view = nullptr;
-  int32_t dtype = -1;
-  size_t offset = 0;
-  EXPECT_EQ(collx_zero_param_view(z, 0, &view, &dtype), COLLX_OK) << collx_zero_last_error(z);
-  EXPECT_EQ(dtype, device ? param_dtype : COLLX_FLOAT32);
-  collx_layout_tensor(l, 0, &offset, nullptr);
-  const size_t es = dtype == COLLX_FLOAT32 ? 4 : 2;
-  // The start of the whole view (the layout puts tensors in reverse order).
-  const char* params = static_cast<const char*>(view) - offset * es;
-  std::vector<char> bytes(total * es);
-  if (device) {
-    EXPECT_TRUE(cuda::stream_wait(stream, Deadline::after_ms(kTimeoutMs), nullptr, "test").ok());
-    EXPECT_TRUE(cuda::copy(bytes.data(), params, bytes.size(), cuda::CopyKind::kDeviceToHost).ok());
-  } else {
-    std::memcpy(bytes.data(), params, bytes.size());
-  }
-  r.params.resize(total);
-  for (size_t i = 0; i < total; ++i) {
-    uint16_t h = 0;
-    if (es == 4) {
-      std::memcpy(&r.params[i], bytes.data() + 4 * i, 4);
-      continue;
-    }
-    std::memcpy(&h, bytes.data() + 2 * i, 2);
-    r.params[i] = dtype == COLLX_BFLOAT16 ? parallel::bf16_to_float(h) : parallel::fp16_to_float(h);
-  }
+  if (device) EXPECT_TRUE(cuda::stream_wait(stream, Deadline::after_ms(kTimeoutMs), nullptr, "test").ok());
+  r.params = stage == 3 ? read_gathered(z, l, total, device, stream) : read_view(z, l, total, device, param_dtype);
   float* master = nullptr;
   size_t count = 0;
   EXPECT_EQ(collx_zero_shard(z, &master, nullptr, &count), COLLX_OK);
@@ -228,6 +271,15 @@ TEST(ZeroDevice, DeviceOptimizerMatchesHostBitForBit) {
   run_case(2, kIpcRoute, 2, COLLX_OPT_SGD, COLLX_FLOAT32, COLLX_FLOAT32, 0);
 }
 
+// Stage 3: gathers into device tensors (strided unpack on the stream), the prefetch plan's
+// gathers in flight behind fetches, device full gradients reduce-scattered into the shard.
+TEST(ZeroDevice, Stage3MatchesHostBitForBit) {
+  run_case(3, kStagedRoute, 3, COLLX_OPT_ADAMW, COLLX_FLOAT32, COLLX_FLOAT32, 1);
+  run_case(2, kIpcRoute, 3, COLLX_OPT_SGD, COLLX_FLOAT32, COLLX_FLOAT32, 1);
+  run_case(3, kStagedRoute, 3, COLLX_OPT_ADAMW, COLLX_FLOAT32, COLLX_FLOAT32, 0);
+  run_case(2, kIpcRoute, 3, COLLX_OPT_SGD, COLLX_FLOAT32, COLLX_FLOAT32, 0);
+}
+
 TEST(ZeroDevice, OffloadStage2MatchesHostBitForBit) {
   run_case(3, kStagedRoute, 2, COLLX_OPT_ADAMW);
   run_case(2, kIpcRoute, 2, COLLX_OPT_SGD);
@@ -268,7 +320,6 @@ TEST(ZeroDevice, BadConfigsNameTheField) {
       {1, COLLX_MEM_CUDA, 1, COLLX_INT8, COLLX_FLOAT32, COLLX_ERR_INVALID_ARG, "config->param_dtype"},
       {1, COLLX_MEM_HOST, 0, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "config->param_dtype"},
       {3, COLLX_MEM_CUDA, 1, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "config->param_dtype"},
-      {3, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "stage 3"},
       {2, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_INT8, COLLX_ERR_INVALID_ARG, "config->comm_dtype"},
   };
   collx_layout_t l = make_layout(1, kSizes, kBucket);
