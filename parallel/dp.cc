@@ -55,15 +55,15 @@ std::string check_config(const collx_dp_config_t& c) {
   if (c.grad_dtype != COLLX_FLOAT32 && !is_half_type(c.grad_dtype))
     return std::string("config->grad_dtype is ") +
            collx_datatype_name(static_cast<collx_datatype_t>(c.grad_dtype)) +
-           "; gradient buffers are float32 (bfloat16 and float16 are not supported yet)";
+           "; gradient views are float32, bfloat16 or float16";
   return "";
 }
 
 // What the reducer cannot do yet on a valid config (COLLX_ERR_UNSUPPORTED), or "".
 std::string unsupported(const collx_dp_config_t& c, int32_t kind) {
-  if (c.grad_dtype != COLLX_FLOAT32)
+  if (c.grad_dtype != COLLX_FLOAT32 && kind != COLLX_MEM_CUDA)
     return std::string("config->grad_dtype ") + collx_datatype_name(static_cast<collx_datatype_t>(c.grad_dtype)) +
-           ": 16-bit gradient buffers are not supported yet (use COLLX_FLOAT32 gradients and a 16-bit comm_dtype)";
+           ": 16-bit gradient views are supported on device buffers only (config->mem_kind COLLX_MEM_CUDA)";
   if (kind != COLLX_MEM_CUDA) return "";
   const std::string why = collx::parallel::device_unavailable();
   return why.empty() ? "" : "config->mem_kind is COLLX_MEM_CUDA but " + why;
@@ -156,6 +156,13 @@ collx_status_t create(collx_comm_t comm, collx_layout_t layout, const collx_dp_c
     dp->buckets[b].padded = layout->buckets[b].padded;
     if (host_half) dp->buckets[b].staging.assign(layout->buckets[b].padded, 0);
   }
+  if (dp->device && is_half_type(config->grad_dtype)) {
+    const Status st = dp->device_views.allocate_zeroed(dp->total * sizeof(uint16_t), dp->stream);
+    if (!st.ok()) {
+      delete dp;
+      return dp_create_fail(st.code(), "allocating the device 16-bit gradient views: " + st.message());
+    }
+  }
   if (dp->device && is_half_type(config->comm_dtype)) {
     const Status st = dp->device_wire.allocate_zeroed(dp->total * sizeof(uint16_t), dp->stream);
     if (!st.ok()) {
@@ -188,9 +195,22 @@ std::string comm_error(collx_comm_t comm, collx_status_t st) {
   return std::string(collx_status_name(st)) + ": " + collx_status_string(st);
 }
 
+collx_status_t dp_fold_views(collx_dp_t dp, size_t b, std::string* why) {
+  const collx_dp_s::Bucket& bk = dp->buckets[b];
+  if (!dp->device_views.get() || bk.padded == 0) return COLLX_OK;
+  uint16_t* views = static_cast<uint16_t*>(dp->device_views.get()) + bk.start;
+  Status st = cuda::accumulate(dp->buffer + bk.start, views, static_cast<collx_datatype_t>(dp->config.grad_dtype),
+                               bk.padded, 1.0f, dp->stream);
+  if (st.ok()) st = cuda::memset_async(views, 0, bk.padded * sizeof(uint16_t), dp->stream);
+  if (!st.ok()) *why = "bucket " + std::to_string(b) + ": folding the 16-bit gradients in failed: " + st.message();
+  return st.code();
+}
+
 collx_status_t dp_start_bucket(collx_dp_t dp, size_t b, std::string* why) {
   collx_dp_s::Bucket& bk = dp->buckets[b];
   if (bk.padded == 0) return COLLX_OK;
+  const collx_status_t folded = dp_fold_views(dp, b, why);
+  if (folded != COLLX_OK) return folded;
   float* data = dp->buffer + bk.start;
   const bool half = is_half_type(dp->config.comm_dtype);
   void* wire = data;
@@ -301,12 +321,29 @@ COLLX_API collx_status_t collx_dp_destroy(collx_dp_t dp) {
 }
 
 COLLX_API collx_status_t collx_dp_grad_ptr(collx_dp_t dp, uint64_t tensor_id, float** grad) {
+  if (dp && dp->config.grad_dtype != COLLX_FLOAT32)
+    return dp_fail(dp, COLLX_ERR_INVALID_USAGE,
+                   std::string("collx_dp_grad_ptr: the gradient views are ") +
+                       collx_datatype_name(static_cast<collx_datatype_t>(dp->config.grad_dtype)) +
+                       " (config.grad_dtype), not float32; use collx_dp_grad_view");
+  void* view = nullptr;
+  const collx_status_t st = collx_dp_grad_view(dp, tensor_id, &view, nullptr);
+  if (st == COLLX_OK) *grad = static_cast<float*>(view);
+  return st;
+}
+
+COLLX_API collx_status_t collx_dp_grad_view(collx_dp_t dp, uint64_t tensor_id, void** grad, int32_t* dtype) {
   if (!dp || !grad) return dp_fail(dp, COLLX_ERR_INVALID_ARG, "collx_dp_grad_ptr: dp or grad is NULL");
   auto it = dp->layout->index.find(tensor_id);
   if (it == dp->layout->index.end())
     return dp_fail(dp, COLLX_ERR_INVALID_ARG,
                    "collx_dp_grad_ptr: tensor " + std::to_string(tensor_id) + " is not in the layout");
-  *grad = dp->buffer + dp->layout->tensors[it->second].offset;
+  const size_t offset = dp->layout->tensors[it->second].offset;
+  if (dtype) *dtype = dp->config.grad_dtype;
+  if (dp->device_views.get())
+    *grad = static_cast<uint16_t*>(dp->device_views.get()) + offset;
+  else
+    *grad = dp->buffer + offset;
   return COLLX_OK;
 }
 

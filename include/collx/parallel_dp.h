@@ -76,8 +76,13 @@ typedef struct collx_dp_config {
                           from grad_buffer; host when the reducer owns it). COLLX_MEM_CUDA
                           needs a CUDA build with a usable device (or the emulated test
                           device): else COLLX_ERR_UNSUPPORTED naming why. */
-  int32_t grad_dtype;  /* collx_datatype_t of the gradient buffer and its views: COLLX_FLOAT32
-                          only for now (16-bit gradient buffers: COLLX_ERR_UNSUPPORTED). */
+  int32_t grad_dtype;  /* collx_datatype_t of the gradient views the engine writes:
+                          COLLX_FLOAT32 (default), or COLLX_BFLOAT16 / COLLX_FLOAT16 on device
+                          buffers (host: COLLX_ERR_UNSUPPORTED): the views are then a separate
+                          16-bit buffer (collx_dp_grad_view); when a bucket is launched (or
+                          at a no_sync finish) its views are added into the float32 buffer
+                          and zeroed, on the stream, so accumulation and the reduced result
+                          (collx_dp_buffer) stay float32. */
   void* stream;        /* device buffers: the caller's cudaStream_t (NULL = the legacy default
                           stream). Zeroing, scaling and every bucket collective are ordered on
                           it: gradients written by work queued on it before a mark are what
@@ -121,6 +126,10 @@ COLLX_API collx_status_t collx_dp_destroy(collx_dp_t dp);
  * and the whole buffer. Pointers stay valid for the reducer's life. The engine may write
  * a view until it marks the tensor ready, and read it after collx_dp_finish. Local. */
 COLLX_API collx_status_t collx_dp_grad_ptr(collx_dp_t dp, uint64_t tensor_id, float** grad);
+/* The view whatever config.grad_dtype is: *grad points at numel elements of *dtype (dtype may
+ * be NULL). collx_dp_grad_ptr is for float32 views only (COLLX_ERR_INVALID_USAGE naming this
+ * call otherwise). With 16-bit views, read the reduced float32 result from collx_dp_buffer. */
+COLLX_API collx_status_t collx_dp_grad_view(collx_dp_t dp, uint64_t tensor_id, void** grad, int32_t* dtype);
 COLLX_API collx_status_t collx_dp_buffer(collx_dp_t dp, float** buffer, size_t* count);
 
 /* 0 = no_sync: the next micro-steps only accumulate (marks are still checked, nothing is

@@ -19,6 +19,7 @@
 #include "collx/collx.h"
 #include "collx/parallel.h"
 #include "lib/cuda/device.h"
+#include "parallel/low_precision.h"
 #include "parallel/parallel_test_util.h"
 #include "tests/gpu/device_case.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -64,7 +65,15 @@ std::vector<float> run_reducer(collx_comm_t comm, int rank, collx_dp_config_t cf
   size_t total = 0;
   collx_layout_total(l, &total);
   std::vector<std::vector<float>> host_grads = {step_grads(l, total, rank, 0), step_grads(l, total, rank, 1)};
-  DeviceBuffer scratch(2 * total * sizeof(float));
+  // 16-bit views: the same (exactly representable) values, rounded to grad_dtype.
+  const bool half = cfg.grad_dtype != COLLX_FLOAT32;
+  const size_t es = half ? 2 : 4;
+  std::vector<std::vector<uint16_t>> host_half(2, std::vector<uint16_t>(total));
+  for (size_t m = 0; m < 2 && half; ++m)
+    for (size_t i = 0; i < total; ++i)
+      host_half[m][i] = cfg.grad_dtype == COLLX_BFLOAT16 ? parallel::float_to_bf16(host_grads[m][i])
+                                                          : parallel::float_to_fp16(host_grads[m][i]);
+  DeviceBuffer scratch(2 * total * es);
   DeviceBuffer borrowed_buf(total * sizeof(float));
   if (device) {
     cfg.mem_kind = COLLX_MEM_CUDA;
@@ -89,18 +98,23 @@ std::vector<float> run_reducer(collx_comm_t comm, int rank, collx_dp_config_t cf
     EXPECT_EQ(collx_dp_set_sync(dp, micro == 1 ? 1 : 0), COLLX_OK);
     std::shuffle(order.begin(), order.end(), std::mt19937(77 + static_cast<unsigned>(rank * 2 + micro)));
     const std::vector<float>& g = host_grads[static_cast<size_t>(micro)];
-    float* dev_scratch = reinterpret_cast<float*>(scratch.get()) + static_cast<size_t>(micro) * total;
+    const char* src = half ? reinterpret_cast<const char*>(host_half[static_cast<size_t>(micro)].data())
+                           : reinterpret_cast<const char*>(g.data());
+    char* dev_scratch = scratch.get() + static_cast<size_t>(micro) * total * es;
     for (size_t t : order) {
       size_t off = 0, n = 0;
       collx_layout_tensor(l, t, &off, &n);
-      float* view = nullptr;
-      EXPECT_EQ(collx_dp_grad_ptr(dp, t, &view), COLLX_OK);
+      void* view = nullptr;
+      int32_t dtype = -1;
+      EXPECT_EQ(collx_dp_grad_view(dp, t, &view, &dtype), COLLX_OK) << collx_dp_last_error(dp);
+      EXPECT_EQ(dtype, device ? cfg.grad_dtype : COLLX_FLOAT32);
       if (device && n) {
-        EXPECT_TRUE(cuda::copy_async(dev_scratch + off, g.data() + off, n * sizeof(float),
-                                     cuda::CopyKind::kHostToDevice, stream).ok());
-        EXPECT_TRUE(cuda::cuda_reduce(view, view, dev_scratch + off, n, COLLX_FLOAT32, COLLX_SUM, stream).ok());
+        EXPECT_TRUE(cuda::copy_async(dev_scratch + off * es, src + off * es, n * es, cuda::CopyKind::kHostToDevice,
+                                     stream).ok());
+        EXPECT_TRUE(cuda::cuda_reduce(view, view, dev_scratch + off * es, n, static_cast<collx_datatype_t>(dtype),
+                                      COLLX_SUM, stream).ok());
       } else {
-        for (size_t j = 0; j < n; ++j) view[j] += g[off + j];
+        for (size_t j = 0; j < n; ++j) static_cast<float*>(view)[j] += g[off + j];
       }
       EXPECT_EQ(collx_dp_mark_ready(dp, t), COLLX_OK) << collx_dp_last_error(dp);
     }
@@ -150,6 +164,7 @@ struct Case {
   double predivide;
   bool borrowed;
   int32_t comm_dtype = COLLX_FLOAT32;
+  int32_t grad_dtype = COLLX_FLOAT32;  // of the device run (the host run writes float32)
 };
 
 void run_case(const Case& c) {
@@ -161,6 +176,7 @@ void run_case(const Case& c) {
     collx_dp_config_t cfg = dp_config(c.mode, c.predivide);
     cfg.comm_dtype = c.comm_dtype;
     const std::vector<float> host = run_reducer(comm, rank, cfg, false, nullptr, c.borrowed);
+    cfg.grad_dtype = c.grad_dtype;
     const std::vector<float> dev = run_reducer(comm, rank, cfg, true, stream, c.borrowed);
     cuda::stream_destroy(stream);
     ASSERT_EQ(host.size(), dev.size());
@@ -195,6 +211,15 @@ TEST(DpDevice, Bf16AndFp16WireMatchHostBitForBit) {
   run_case({2, kStagedRoute, COLLX_DP_ALLREDUCE, 0.0, false, COLLX_FLOAT16});
 }
 
+// 16-bit gradient views: the engine writes bf16 / fp16 gradients (exact values here), each
+// bucket is added into the float32 buffer when launched (or at the no_sync finish), so the
+// float32 result equals the float32 host run's.
+TEST(DpDevice, Bf16GradientViewsAccumulateInFloat32) {
+  run_case({3, kStagedRoute, COLLX_DP_ALLREDUCE, 0.0, false, COLLX_FLOAT32, COLLX_BFLOAT16});
+  run_case({2, kIpcRoute, COLLX_DP_REDUCE_SCATTER, 1.0, true, COLLX_BFLOAT16, COLLX_BFLOAT16});
+  run_case({2, kStagedRoute, COLLX_DP_ALLREDUCE, 1.0, false, COLLX_FLOAT32, COLLX_FLOAT16});
+}
+
 // Bad or unsupported device configurations fail at create, naming the field.
 TEST(DpDevice, BadConfigsNameTheField) {
   ThreadRanks world(1, kTimeoutMs, kStagedRoute.transports);
@@ -214,7 +239,7 @@ TEST(DpDevice, BadConfigsNameTheField) {
   } bad[] = {
       {7, COLLX_FLOAT32, COLLX_FLOAT32, nullptr, COLLX_ERR_INVALID_ARG, "config->mem_kind"},
       {COLLX_MEM_CUDA, COLLX_INT8, COLLX_FLOAT32, nullptr, COLLX_ERR_INVALID_ARG, "config->comm_dtype"},
-      {COLLX_MEM_CUDA, COLLX_FLOAT32, COLLX_BFLOAT16, nullptr, COLLX_ERR_UNSUPPORTED, "config->grad_dtype"},
+      {COLLX_MEM_HOST, COLLX_FLOAT32, COLLX_BFLOAT16, nullptr, COLLX_ERR_UNSUPPORTED, "config->grad_dtype"},
       {COLLX_MEM_HOST, COLLX_FLOAT32, COLLX_INT32, nullptr, COLLX_ERR_INVALID_ARG, "config->grad_dtype"},
       {COLLX_MEM_CUDA, COLLX_FLOAT32, COLLX_FLOAT32, host.data(), COLLX_ERR_INVALID_ARG, "grad_buffer is host"},
       {COLLX_MEM_HOST, COLLX_FLOAT32, COLLX_FLOAT32, dev.get(), COLLX_ERR_INVALID_ARG, "grad_buffer is device"},
