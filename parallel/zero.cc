@@ -162,6 +162,7 @@ collx_status_t create(collx_comm_t comm, collx_layout_t layout, const collx_zero
     dc.comm_dtype = config->comm_dtype;
     dc.timeout_ms = config->timeout_ms;
     dc.mem_kind = z->device ? COLLX_MEM_CUDA : COLLX_MEM_HOST;
+    dc.grad_dtype = config->grad_dtype;
     dc.stream = z->stream;
     void* buffer = z->device ? z->grad_buffer_dev.get() : z->grad_buffer.data();
     st = collx_dp_create(comm, layout, &dc, buffer, &z->dp);

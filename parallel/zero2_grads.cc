@@ -109,6 +109,12 @@ collx_status_t acquire(collx_zero_t z, size_t b, const char* fn) {
       const Status ds = slot.dev->allocate_zeroed(s2.slot_elems * sizeof(float), z->stream);
       if (!ds.ok()) return zero_fail(z, ds.code(), std::string(fn) + ": allocating a device slot: " + ds.message());
       z->mem.add(ZeroMem::kGrads, s2.slot_elems * sizeof(float));
+      if (is_half_type(z->config.grad_dtype)) {
+        slot.dev_views.reset(new DeviceMem());
+        const Status vs = slot.dev_views->allocate_zeroed(s2.slot_elems * sizeof(uint16_t), z->stream);
+        if (!vs.ok()) return zero_fail(z, vs.code(), std::string(fn) + ": allocating a device slot: " + vs.message());
+        z->mem.add(ZeroMem::kGrads, s2.slot_elems * sizeof(uint16_t));
+      }
       if (half_wire(z)) {
         slot.dev_wire.reset(new DeviceMem());
         const Status ws = slot.dev_wire->allocate_zeroed(s2.slot_elems * sizeof(uint16_t), z->stream);
@@ -137,7 +143,9 @@ collx_status_t acquire(collx_zero_t z, size_t b, const char* fn) {
     s.data.assign(z->layout->buckets[b].padded, 0.0f);
     return COLLX_OK;
   }
-  const Status zs = device_zero(slot_data(s), z->layout->buckets[b].padded, z->stream);
+  Status zs = s.dev_views ? cuda::memset_async(s.dev_views->get(), 0, z->layout->buckets[b].padded * sizeof(uint16_t),
+                                               z->stream)
+                          : device_zero(slot_data(s), z->layout->buckets[b].padded, z->stream);
   if (!zs.ok()) return zero_fail(z, zs.code(), std::string(fn) + ": zeroing a device slot: " + zs.message());
   return COLLX_OK;
 }
@@ -165,6 +173,11 @@ collx_status_t launch_next(collx_zero_t z, const char* fn) {
     const float inv_w = static_cast<float>(1.0 / z->size);
     char* wire = reinterpret_cast<char*>(data);
     Status sc;
+    if (s.dev_views) {  // 16-bit views: widened (exactly) into the float32 slot first
+      sc = cuda::cast_scale(data, COLLX_FLOAT32, s.dev_views->get(), static_cast<collx_datatype_t>(z->config.grad_dtype),
+                            padded, 1.0f, z->stream);
+      if (!sc.ok()) return zero_fail(z, sc.code(), std::string(fn) + ": widening " + bucket_name(z, b) + ": " + sc.message());
+    }
     if (s.dev_wire) {  // rounded as pack_half rounds: the pre-scaled float32, to nearest even
       wire = static_cast<char*>(s.dev_wire->get());
       sc = cuda::cast_scale(wire, dt, data, COLLX_FLOAT32, padded, inv_w, z->stream);
@@ -249,7 +262,7 @@ void zero2_init(collx_zero_t z) {
   reset_step(z);
 }
 
-collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, float** grad) {
+collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, void** grad) {
   size_t pos = 0;
   collx_status_t st = zero_find(z, id, "collx_zero_grad_ptr", &pos);
   if (st != COLLX_OK) return st;
@@ -263,7 +276,11 @@ collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, float** grad) {
   st = acquire(z, t.bucket, "collx_zero_grad_ptr");
   if (st != COLLX_OK) return st;
   collx_zero_s::Slot& s = z->s2.slots[static_cast<size_t>(z->s2.slot_of[t.bucket])];
-  *grad = slot_data(s) + (t.offset - z->layout->buckets[t.bucket].start);
+  const size_t at = t.offset - z->layout->buckets[t.bucket].start;
+  if (s.dev_views)
+    *grad = static_cast<uint16_t*>(s.dev_views->get()) + at;
+  else
+    *grad = slot_data(s) + at;
   return COLLX_OK;
 }
 

@@ -17,9 +17,8 @@ namespace collx {
 namespace parallel {
 
 std::string zero_device_unsupported(const collx_zero_config_t& c) {
-  if (c.grad_dtype != COLLX_FLOAT32)
-    return "config->grad_dtype: 16-bit gradient views are not supported yet (COLLX_FLOAT32 gradients, float32 "
-           "accumulation)";
+  if (c.grad_dtype != COLLX_FLOAT32 && (c.mem_kind != COLLX_MEM_CUDA || c.stage > 2))
+    return "config->grad_dtype: 16-bit gradient views are supported on device buffers, stages 0-2, only";
   if (c.param_dtype != COLLX_FLOAT32 && (c.mem_kind != COLLX_MEM_CUDA || c.stage > 2))
     return "config->param_dtype: 16-bit parameters are supported on device buffers, stages 0-2, only";
   if (c.mem_kind != COLLX_MEM_CUDA) return "";

@@ -71,10 +71,25 @@ using namespace collx::parallel;
 extern "C" {
 
 COLLX_API collx_status_t collx_zero_grad_ptr(collx_zero_t z, uint64_t tensor_id, float** grad) {
-  return zero_call(z, "collx_zero_grad_ptr", [&] {
-    collx_status_t st = need_stage(z, false, "collx_zero_grad_ptr");
+  if (z && z->config.grad_dtype != COLLX_FLOAT32)
+    return zero_fail(z, COLLX_ERR_INVALID_USAGE,
+                     std::string("collx_zero_grad_ptr: the gradient views are ") +
+                         collx_datatype_name(static_cast<collx_datatype_t>(z->config.grad_dtype)) +
+                         " (config.grad_dtype), not float32; use collx_zero_grad_view");
+  void* view = nullptr;
+  const collx_status_t st = collx_zero_grad_view(z, tensor_id, &view, nullptr);
+  if (st == COLLX_OK && grad) *grad = static_cast<float*>(view);
+  return st;
+}
+
+COLLX_API collx_status_t collx_zero_grad_view(collx_zero_t z, uint64_t tensor_id, void** grad, int32_t* dtype) {
+  return zero_call(z, "collx_zero_grad_view", [&] {
+    collx_status_t st = need_stage(z, false, "collx_zero_grad_view");
     if (st != COLLX_OK) return st;
-    return z->config.stage == 2 ? zero2_grad_ptr(z, tensor_id, grad) : from_dp(z, collx_dp_grad_ptr(z->dp, tensor_id, grad));
+    if (!grad) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_grad_view: grad is NULL");
+    if (dtype) *dtype = z->config.grad_dtype;
+    return z->config.stage == 2 ? zero2_grad_ptr(z, tensor_id, grad)
+                                : from_dp(z, collx_dp_grad_view(z->dp, tensor_id, grad, nullptr));
   });
 }
 

@@ -90,7 +90,8 @@ struct collx_zero_s {
     collx_request_t request = nullptr;
     // Device buffers: the slot on the device instead of `data` (zeroed on the stream).
     std::unique_ptr<collx::parallel::DeviceMem> dev;
-    std::unique_ptr<collx::parallel::DeviceMem> dev_wire;  // 16-bit comm_dtype
+    std::unique_ptr<collx::parallel::DeviceMem> dev_wire;   // 16-bit comm_dtype
+    std::unique_ptr<collx::parallel::DeviceMem> dev_views;  // 16-bit grad_dtype: the views
   };
   struct Stage2 {
     std::vector<size_t> pending;  // per bucket: tensors not marked in this micro-step
@@ -198,7 +199,7 @@ collx_status_t zero_device_load_params(collx_zero_t z, size_t offset, const floa
 // Stage 2 (zero2_grads.cc): sizes the per-bucket state; the gradient view of a tensor in
 // its bucket's slot; marks; end of the micro-step; waits for what is in flight (destroy).
 void zero2_init(collx_zero_t z);
-collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, float** grad);
+collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, void** grad);
 collx_status_t zero2_mark(collx_zero_t z, uint64_t id);
 collx_status_t zero2_finish(collx_zero_t z, int64_t timeout_ms);
 void zero2_drain(collx_zero_t z);

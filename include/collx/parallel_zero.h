@@ -96,8 +96,11 @@ typedef struct collx_zero_config {
                           offload): the master stays float32, publish rounds it to nearest
                           even and all-gathers the 16-bit parameters; read the view with
                           collx_zero_param_view. Host buffers: COLLX_ERR_UNSUPPORTED. */
-  int32_t grad_dtype;  /* collx_datatype_t of the gradient views: COLLX_FLOAT32 (default);
-                          BFLOAT16 / FLOAT16 are COLLX_ERR_UNSUPPORTED for now. */
+  int32_t grad_dtype;  /* collx_datatype_t of the gradient views: COLLX_FLOAT32 (default),
+                          or COLLX_BFLOAT16 / COLLX_FLOAT16 with device buffers, stages 0-2
+                          (collx_zero_grad_view; accumulation stays float32: the views are
+                          widened into float32 when their bucket is launched). Host buffers
+                          and stage 3: COLLX_ERR_UNSUPPORTED. */
   void* stream;        /* device buffers: the caller's cudaStream_t (NULL = the legacy default
                           stream); every device operation of the handle is ordered on it. */
 } collx_zero_config_t;
@@ -160,6 +163,9 @@ COLLX_API collx_status_t collx_zero_pieces(collx_zero_t z, collx_zero_piece_t* p
  * COLLX_ERR_TIMEOUT at the deadline (grad_ptr: no view, call again; mark_ready: the mark
  * counts, the bucket is launched by the next mark or collx_zero_finish_grads). */
 COLLX_API collx_status_t collx_zero_grad_ptr(collx_zero_t z, uint64_t tensor_id, float** grad);
+/* The same view whatever config.grad_dtype is (*dtype; may be NULL); collx_zero_grad_ptr is
+ * for float32 views only (COLLX_ERR_INVALID_USAGE naming this call otherwise). */
+COLLX_API collx_status_t collx_zero_grad_view(collx_zero_t z, uint64_t tensor_id, void** grad, int32_t* dtype);
 COLLX_API collx_status_t collx_zero_mark_ready(collx_zero_t z, uint64_t tensor_id);
 /* 1 = the current micro-step is the last of the accumulation window. Stage 1 reduces
  * only then; stages 2 and 3 reduce every micro-step. Default 1. Local. */

@@ -49,6 +49,13 @@ float micro_grad(int rank, size_t t, size_t j, int step, int micro) {
   return 0.1f * grad_value(rank, t, j) + 0.01f * static_cast<float>(step) - 0.02f * static_cast<float>(micro);
 }
 
+// x rounded to dtype (nearest even) and widened back; float32: x.
+float rounded_value(float x, int32_t dtype) {
+  if (dtype == COLLX_BFLOAT16) return parallel::bf16_to_float(parallel::float_to_bf16(x));
+  if (dtype == COLLX_FLOAT16) return parallel::fp16_to_float(parallel::float_to_fp16(x));
+  return x;
+}
+
 struct Result {
   std::vector<float> params;  // the whole parameter view after the last publish
   std::vector<float> master;  // the master shard
@@ -111,7 +118,7 @@ std::vector<float> read_gathered(collx_zero_t z, collx_layout_t l, size_t total,
 // into the views on the stream, parameters read back after synchronizing it.
 // 16-bit parameters (param_dtype) are read back widened to float32 (exact).
 Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool device, void* stream,
-                int32_t param_dtype = COLLX_FLOAT32, int32_t offload = 1) {
+                int32_t param_dtype = COLLX_FLOAT32, int32_t offload = 1, int32_t grad_dtype = COLLX_FLOAT32) {
   int32_t world = 0;
   collx_comm_size(comm, &world);
   const int stage = cfg.stage;
@@ -123,6 +130,7 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
     cfg.offload = offload;
     cfg.stream = stream;
     cfg.param_dtype = param_dtype;
+    cfg.grad_dtype = grad_dtype;
   }
   collx_zero_t z = nullptr;
   EXPECT_EQ(collx_zero_create(comm, l, &cfg, &z), COLLX_OK) << collx_zero_last_error(nullptr);
@@ -134,6 +142,7 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
   EXPECT_EQ(collx_zero_publish(z), COLLX_OK) << collx_zero_last_error(z);
   // Every micro-step's host gradients stay alive until the end: the copies read them later.
   std::vector<std::vector<float>> host_grads;
+  std::vector<std::vector<uint16_t>> host_half;  // 16-bit views' sources, alive until the end
   DeviceBuffer scratch(static_cast<size_t>(kSteps * kMicro) * total * sizeof(float));
   EXPECT_TRUE(scratch.ok());
   Result r;
@@ -146,7 +155,9 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
       for (size_t t = kSizes.size(); t-- > 0;) {  // backward order
         size_t off = 0, n = 0;
         collx_layout_tensor(l, t, &off, &n);
-        for (size_t j = 0; j < n; ++j) g[off + j] = micro_grad(rank, t, j, step, micro);
+        // 16-bit views: both runs use the values rounded to grad_dtype (the device run writes
+        // the 16-bit bits), so the float32 sums agree.
+        for (size_t j = 0; j < n; ++j) g[off + j] = rounded_value(micro_grad(rank, t, j, step, micro), grad_dtype);
         if (stage == 3) {  // gather, use, release, then the full gradient (device memory on device)
           const uint64_t id = t;
           EXPECT_EQ(collx_zero3_fetch(z, &id, 1), COLLX_OK) << collx_zero_last_error(z);
@@ -159,14 +170,21 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
               << collx_zero_last_error(z);
           continue;
         }
-        float* view = nullptr;
-        EXPECT_EQ(collx_zero_grad_ptr(z, t, &view), COLLX_OK) << collx_zero_last_error(z);
-        if (device && n) {
+        void* view = nullptr;
+        int32_t dtype = -1;
+        EXPECT_EQ(collx_zero_grad_view(z, t, &view, &dtype), COLLX_OK) << collx_zero_last_error(z);
+        if (device && n && dtype != COLLX_FLOAT32) {  // the 16-bit bits, into the zeroed view
+          host_half.emplace_back(n);
+          for (size_t j = 0; j < n; ++j)
+            host_half.back()[j] = dtype == COLLX_BFLOAT16 ? parallel::float_to_bf16(g[off + j])
+                                                          : parallel::float_to_fp16(g[off + j]);
+          EXPECT_TRUE(cuda::copy_async(view, host_half.back().data(), n * 2, cuda::CopyKind::kHostToDevice, stream).ok());
+        } else if (device && n) {
           EXPECT_TRUE(cuda::copy_async(dev + off, g.data() + off, n * sizeof(float), cuda::CopyKind::kHostToDevice,
                                        stream).ok());
           EXPECT_TRUE(cuda::cuda_reduce(view, view, dev + off, n, COLLX_FLOAT32, COLLX_SUM, stream).ok());
         } else {
-          for (size_t j = 0; j < n; ++j) view[j] += g[off + j];
+          for (size_t j = 0; j < n; ++j) static_cast<float*>(view)[j] += g[off + j];
         }
         EXPECT_EQ(collx_zero_mark_ready(z, t), COLLX_OK) << collx_zero_last_error(z);
       }
@@ -204,15 +222,13 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, 
 
 // The host run's parameters rounded as publish rounds them for param_dtype.
 std::vector<float> rounded(std::vector<float> v, int32_t param_dtype) {
-  for (float& x : v) {
-    if (param_dtype == COLLX_BFLOAT16) x = parallel::bf16_to_float(parallel::float_to_bf16(x));
-    if (param_dtype == COLLX_FLOAT16) x = parallel::fp16_to_float(parallel::float_to_fp16(x));
-  }
+  for (float& x : v) x = rounded_value(x, param_dtype);
   return v;
 }
 
 void run_case(int world_size, const DeviceRoute& route, int stage, int optimizer,
-              int32_t param_dtype = COLLX_FLOAT32, int32_t comm_dtype = COLLX_FLOAT32, int32_t offload = 1) {
+              int32_t param_dtype = COLLX_FLOAT32, int32_t comm_dtype = COLLX_FLOAT32, int32_t offload = 1,
+              int32_t grad_dtype = COLLX_FLOAT32) {
   ThreadRanks world(world_size, kTimeoutMs, route.transports);
   ASSERT_TRUE(world.ok()) << world.error();
   world.run([&](int rank, collx_comm_t comm) {
@@ -220,8 +236,8 @@ void run_case(int world_size, const DeviceRoute& route, int stage, int optimizer
     ASSERT_TRUE(cuda::stream_create(&stream).ok());
     collx_zero_config_t cfg = zero_config(stage, optimizer);
     cfg.comm_dtype = comm_dtype;
-    const Result host = run_zero(comm, rank, cfg, false, nullptr);
-    const Result dev = run_zero(comm, rank, cfg, true, stream, param_dtype, offload);
+    const Result host = run_zero(comm, rank, cfg, false, nullptr, COLLX_FLOAT32, 1, grad_dtype);
+    const Result dev = run_zero(comm, rank, cfg, true, stream, param_dtype, offload, grad_dtype);
     cuda::stream_destroy(stream);
     const std::string what = std::string(route.name) + " world " + std::to_string(world_size) + " stage " +
                              std::to_string(stage) + " param_dtype " + std::to_string(param_dtype) + " comm_dtype " +
@@ -278,6 +294,15 @@ TEST(ZeroDevice, Stage3MatchesHostBitForBit) {
   run_case(2, kIpcRoute, 3, COLLX_OPT_SGD, COLLX_FLOAT32, COLLX_FLOAT32, 1);
   run_case(3, kStagedRoute, 3, COLLX_OPT_ADAMW, COLLX_FLOAT32, COLLX_FLOAT32, 0);
   run_case(2, kIpcRoute, 3, COLLX_OPT_SGD, COLLX_FLOAT32, COLLX_FLOAT32, 0);
+}
+
+// bf16 / fp16 gradient views (a bf16 model's backward): widened into float32 when the bucket
+// is launched, so the run equals a float32 host run fed the same rounded values.
+TEST(ZeroDevice, Bf16GradientViewsAccumulateInFloat32) {
+  run_case(3, kStagedRoute, 1, COLLX_OPT_ADAMW, COLLX_BFLOAT16, COLLX_FLOAT32, 0, COLLX_BFLOAT16);
+  run_case(2, kIpcRoute, 2, COLLX_OPT_ADAMW, COLLX_BFLOAT16, COLLX_BFLOAT16, 0, COLLX_BFLOAT16);
+  run_case(3, kStagedRoute, 2, COLLX_OPT_SGD, COLLX_FLOAT32, COLLX_FLOAT32, 1, COLLX_FLOAT16);
+  run_case(2, kStagedRoute, 0, COLLX_OPT_ADAMW, COLLX_FLOAT32, COLLX_FLOAT32, 1, COLLX_BFLOAT16);
 }
 
 TEST(ZeroDevice, OffloadStage2MatchesHostBitForBit) {
