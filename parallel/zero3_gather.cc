@@ -5,6 +5,7 @@
 
 #include "lib/common/deadline.h"
 #include "lib/cuda/device.h"
+#include "parallel/low_precision.h"
 #include "parallel/zero_internal.h"
 
 namespace collx {
@@ -45,7 +46,7 @@ std::vector<uint64_t> missing(collx_zero_t z, const std::vector<uint64_t>& v, si
 // Device buffers: each tensor's W chunks (a column of the rank-major blocks) copied into its
 // own device allocation with one strided copy on the stream.
 collx_status_t unpack_device(collx_zero_t z, const collx_zero_s::Gather& g) {
-  const size_t block = g.elems;
+  const size_t block = g.elems, es = zero_param_size(z);
   size_t off = 0;
   for (uint64_t id : g.ids) {
     const size_t pos = z->layout->index.at(id);
@@ -53,13 +54,13 @@ collx_status_t unpack_device(collx_zero_t z, const collx_zero_s::Gather& g) {
     collx_zero_s::Gathered full;
     full.dev.reset(new DeviceMem());
     full.elems = padded;
-    Status st = full.dev->allocate_zeroed(padded * sizeof(float), z->stream);
+    Status st = full.dev->allocate_zeroed(padded * es, z->stream);
     if (st.ok() && chunk)
-      st = cuda::copy2d_async(full.dev->get(), chunk * sizeof(float), static_cast<const float*>(g.drecv->get()) + off,
-                              block * sizeof(float), chunk * sizeof(float), static_cast<size_t>(z->size),
-                              cuda::CopyKind::kDeviceToDevice, z->stream);
+      st = cuda::copy2d_async(full.dev->get(), chunk * es, static_cast<const char*>(g.drecv->get()) + off * es,
+                              block * es, chunk * es, static_cast<size_t>(z->size), cuda::CopyKind::kDeviceToDevice,
+                              z->stream);
     if (!st.ok()) return zero_fail(z, st.code(), "collx_zero3: unpacking a gather: " + st.message());
-    z->mem.add(ZeroMem::kParams, padded * sizeof(float));
+    z->mem.add(ZeroMem::kParams, padded * es);
     z->gathered[id] = std::move(full);
     off += chunk;
   }
@@ -179,24 +180,31 @@ collx_status_t zero3_launch(collx_zero_t z, std::vector<uint64_t> ids, size_t el
 
 collx_status_t zero3_launch_device(collx_zero_t z, collx_zero_s::Gather g, size_t elems) {
   for (uint64_t id : g.ids) g.elems += zero_chunk(z, z->layout->index.at(id));
+  // 16-bit parameters travel and stay gathered in param_dtype, rounded from the master.
+  const size_t es = zero_param_size(z);
+  const auto pdt = static_cast<collx_datatype_t>(z->config.param_dtype);
   g.dsend.reset(new DeviceMem());
   g.drecv.reset(new DeviceMem());
-  Status ds = g.dsend->allocate_zeroed(g.elems * sizeof(float), z->stream);
-  if (ds.ok()) ds = g.drecv->allocate_zeroed(g.elems * static_cast<size_t>(z->size) * sizeof(float), z->stream);
+  Status ds = g.dsend->allocate_zeroed(g.elems * es, z->stream);
+  if (ds.ok()) ds = g.drecv->allocate_zeroed(g.elems * static_cast<size_t>(z->size) * es, z->stream);
   if (ds.ok() && !z->device_state) {  // offload: the chunks go up through pinned memory
     g.up.reset(new PinnedMem());
-    ds = g.up->allocate(g.elems * sizeof(float), z->stream);
+    ds = g.up->allocate(g.elems * es, z->stream);
   }
   size_t off = 0;
   for (size_t i = 0; ds.ok() && i < g.ids.size(); ++i) {
     const size_t pos = z->layout->index.at(g.ids[i]), chunk = zero_chunk(z, pos);
     const float* src = zero_master(z) + z->segments[z->tensor_segment[pos]].shard_offset;
-    float* dst = static_cast<float*>(g.dsend->get()) + off;
+    char* dst = static_cast<char*>(g.dsend->get()) + off * es;
     if (chunk && z->device_state) {
-      ds = cuda::copy_async(dst, src, chunk * sizeof(float), cuda::CopyKind::kDeviceToDevice, z->stream);
+      ds = cuda::cast_scale(dst, pdt, src, COLLX_FLOAT32, chunk, 1.0f, z->stream);
     } else if (chunk) {
-      std::copy_n(src, chunk, g.up->floats() + off);
-      ds = cuda::copy_async(dst, g.up->floats() + off, chunk * sizeof(float), cuda::CopyKind::kHostToDevice, z->stream);
+      char* up = reinterpret_cast<char*>(g.up->floats()) + off * es;
+      if (es == sizeof(float))
+        std::copy_n(src, chunk, reinterpret_cast<float*>(up));
+      else
+        pack_half(src, reinterpret_cast<uint16_t*>(up), chunk, 1.0f, pdt);
+      ds = cuda::copy_async(dst, up, chunk * es, cuda::CopyKind::kHostToDevice, z->stream);
     }
     off += chunk;
   }
@@ -205,8 +213,7 @@ collx_status_t zero3_launch_device(collx_zero_t z, collx_zero_s::Gather g, size_
   collx_opts_init(&opts, sizeof opts);
   opts.mem_kind = COLLX_MEM_CUDA;
   opts.stream = z->stream;
-  collx_status_t st =
-      collx_iallgather(g.dsend->get(), g.drecv->get(), g.elems, COLLX_FLOAT32, z->comm, &opts, &g.request);
+  collx_status_t st = collx_iallgather(g.dsend->get(), g.drecv->get(), g.elems, pdt, z->comm, &opts, &g.request);
   if (st != COLLX_OK) return zero_fail(z, st, "collx_zero3: gather failed: " + comm_error(z->comm, st));
   z->live += elems;
   z->peak = std::max(z->peak, z->live);
@@ -219,7 +226,7 @@ void zero3_drop(collx_zero_t z, uint64_t id) {
   if (it == z->gathered.end()) return;
   z->live -= it->second.size();
   if (z->plan.speculative.erase(id)) z->plan.speculative_elems -= it->second.size();
-  if (it->second.dev) z->mem.sub(ZeroMem::kParams, it->second.elems * sizeof(float));
+  if (it->second.dev) z->mem.sub(ZeroMem::kParams, it->second.elems * zero_param_size(z));
   z->gathered.erase(it);
 }
 

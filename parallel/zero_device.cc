@@ -17,10 +17,10 @@ namespace collx {
 namespace parallel {
 
 std::string zero_device_unsupported(const collx_zero_config_t& c) {
-  if (c.grad_dtype != COLLX_FLOAT32 && (c.mem_kind != COLLX_MEM_CUDA || c.stage > 2))
-    return "config->grad_dtype: 16-bit gradient views are supported on device buffers, stages 0-2, only";
-  if (c.param_dtype != COLLX_FLOAT32 && (c.mem_kind != COLLX_MEM_CUDA || c.stage > 2))
-    return "config->param_dtype: 16-bit parameters are supported on device buffers, stages 0-2, only";
+  if (c.grad_dtype != COLLX_FLOAT32 && c.mem_kind != COLLX_MEM_CUDA)
+    return "config->grad_dtype: 16-bit gradient views are supported on device buffers only";
+  if (c.param_dtype != COLLX_FLOAT32 && c.mem_kind != COLLX_MEM_CUDA)
+    return "config->param_dtype: 16-bit parameters are supported on device buffers only";
   if (c.mem_kind != COLLX_MEM_CUDA) return "";
   std::string why = device_unavailable();
   if (!why.empty()) return "config->mem_kind is COLLX_MEM_CUDA but " + why;
@@ -204,15 +204,15 @@ collx_status_t zero_device_load_master(collx_zero_t z, uint64_t id, size_t toff,
   return zero_device_load_params(z, t.offset + toff, values, count);  // waits for both copies
 }
 
-collx_status_t zero3_device_reduce_grad(collx_zero_t z, size_t pos, const float* full) {
+collx_status_t zero3_device_reduce_grad(collx_zero_t z, size_t pos, const void* full) {
   const auto& t = z->layout->tensors[pos];
   const size_t chunk = zero_chunk(z, pos);
   DeviceMem tmp;  // padded, zeroed; freed after the stream drained
   Status st = tmp.allocate_zeroed(t.padded * sizeof(float), z->stream);
   float* buf = static_cast<float*>(tmp.get());
-  // Pre-divided by W as the host path (W = 1: an exact copy).
+  // Pre-divided by W as the host path (W = 1: an exact copy); 16-bit gradients widened.
   if (st.ok() && t.numel)
-    st = cuda::cast_scale(buf, COLLX_FLOAT32, full, COLLX_FLOAT32, t.numel,
+    st = cuda::cast_scale(buf, COLLX_FLOAT32, full, static_cast<collx_datatype_t>(z->config.grad_dtype), t.numel,
                           z->size == 1 ? 1.0f : 1.0f / static_cast<float>(z->size), z->stream);
   if (!st.ok()) return zero_fail(z, st.code(), "collx_zero3_reduce_grad: " + st.message());
   float* mine = buf + static_cast<size_t>(z->rank) * chunk;

@@ -40,7 +40,8 @@ collx_status_t finish_grads(collx_zero_t z, int64_t timeout_ms) {
 }
 
 // Pre-divided by W (DeepSpeed's __avg_scatter_grads), padded per tensor, one reduce-scatter.
-collx_status_t reduce_grad(collx_zero_t z, uint64_t id, const float* full) {
+collx_status_t reduce_grad(collx_zero_t z, uint64_t id, const void* full_grad) {
+  const float* full = static_cast<const float*>(full_grad);  // host buffers: float32
   size_t pos = 0;
   collx_status_t st = zero_find(z, id, "collx_zero3_reduce_grad", &pos);
   if (st != COLLX_OK) return st;
@@ -118,6 +119,15 @@ COLLX_API collx_status_t collx_zero_finish_grads(collx_zero_t z, int64_t timeout
 }
 
 COLLX_API collx_status_t collx_zero3_reduce_grad(collx_zero_t z, uint64_t tensor_id, const float* full_grad) {
+  if (z && z->config.grad_dtype != COLLX_FLOAT32)
+    return zero_fail(z, COLLX_ERR_INVALID_USAGE,
+                     std::string("collx_zero3_reduce_grad: the gradients are ") +
+                         collx_datatype_name(static_cast<collx_datatype_t>(z->config.grad_dtype)) +
+                         " (config.grad_dtype), not float32; use collx_zero3_reduce_grad_view");
+  return collx_zero3_reduce_grad_view(z, tensor_id, full_grad);
+}
+
+COLLX_API collx_status_t collx_zero3_reduce_grad_view(collx_zero_t z, uint64_t tensor_id, const void* full_grad) {
   return zero_call(z, "collx_zero3_reduce_grad", [&] {
     collx_status_t st = need_stage(z, true, "collx_zero3_reduce_grad");
     return st != COLLX_OK ? st : reduce_grad(z, tensor_id, full_grad);

@@ -167,7 +167,7 @@ collx_status_t zero_device_load_master(collx_zero_t z, uint64_t id, size_t toff,
                                        const char* fn);
 // Stage 3 on device buffers: the device full gradient of tensor `pos` pre-divided,
 // reduce-scattered on the stream and added into the gradient shard.
-collx_status_t zero3_device_reduce_grad(collx_zero_t z, size_t pos, const float* full);
+collx_status_t zero3_device_reduce_grad(collx_zero_t z, size_t pos, const void* full);
 // Shard pointers (device memory when device_state).
 float* zero_master(collx_zero_t z);
 float* zero_grad_shard(collx_zero_t z);

@@ -82,8 +82,8 @@ typedef struct collx_zero_config {
                           full_state, state_shard, load_state of moments:
                           COLLX_ERR_UNSUPPORTED for now). Every stage; stage 3's
                           gathered tensors and collx_zero3_reduce_grad's full_grad are device
-                          memory. Not yet: deterministic = 1, 16-bit stage-3 parameters
-                          (COLLX_ERR_UNSUPPORTED naming the field). docs/parallel-zero.md
+                          memory. Not yet: deterministic = 1 (COLLX_ERR_UNSUPPORTED naming
+                          the field). docs/parallel-zero.md
                           "Device buffers". */
   int32_t offload;     /* 1 = ZeRO-Offload (device buffers only): the float32 master shard,
                           the gradient shard and the optimizer state stay in host memory and
@@ -92,15 +92,15 @@ typedef struct collx_zero_config {
                           the only host wait of a step), publish copies the updated shard
                           host -> device before the device all-gather. Default 0. */
   int32_t param_dtype; /* collx_datatype_t of the parameter view: COLLX_FLOAT32 (default),
-                          or COLLX_BFLOAT16 / COLLX_FLOAT16 with device buffers (stages 0-2,
-                          offload): the master stays float32, publish rounds it to nearest
+                          or COLLX_BFLOAT16 / COLLX_FLOAT16 with device buffers: the master
+                          stays float32, publish (stage 3: each gather) rounds it to nearest
                           even and all-gathers the 16-bit parameters; read the view with
                           collx_zero_param_view. Host buffers: COLLX_ERR_UNSUPPORTED. */
   int32_t grad_dtype;  /* collx_datatype_t of the gradient views: COLLX_FLOAT32 (default),
-                          or COLLX_BFLOAT16 / COLLX_FLOAT16 with device buffers, stages 0-2
-                          (collx_zero_grad_view; accumulation stays float32: the views are
-                          widened into float32 when their bucket is launched). Host buffers
-                          and stage 3: COLLX_ERR_UNSUPPORTED. */
+                          or COLLX_BFLOAT16 / COLLX_FLOAT16 with device buffers
+                          (collx_zero_grad_view, collx_zero3_reduce_grad_view; accumulation
+                          stays float32: the views are widened into float32 when their bucket
+                          is launched). Host buffers: COLLX_ERR_UNSUPPORTED. */
   void* stream;        /* device buffers: the caller's cudaStream_t (NULL = the legacy default
                           stream); every device operation of the handle is ordered on it. */
 } collx_zero_config_t;
@@ -180,6 +180,9 @@ COLLX_API collx_status_t collx_zero_finish_grads(collx_zero_t z, int64_t timeout
  * this rank's averaged chunk into the gradient shard. Blocking; collective. */
 COLLX_API collx_status_t collx_zero3_reduce_grad(collx_zero_t z, uint64_t tensor_id,
                                                  const float* full_grad);
+/* The same for any config.grad_dtype: full_grad holds numel elements of it (device memory
+ * with device buffers). collx_zero3_reduce_grad is for float32 gradients only. */
+COLLX_API collx_status_t collx_zero3_reduce_grad_view(collx_zero_t z, uint64_t tensor_id, const void* full_grad);
 /* Stage 3 gather on demand. The ids are sorted internally, so every rank issues the same
  * gathers whatever order it lists them in (the ranks must list the same set).
  * prefetch: launch one coalesced all-gather for the ids not gathered yet, unless that

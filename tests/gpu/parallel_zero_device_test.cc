@@ -7,6 +7,7 @@
 // so anything not ordered on the stream shows as a mismatch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -62,6 +63,22 @@ struct Result {
   std::vector<double> norms;  // collx_zero_grad_norm_sq before each step
 };
 
+// Elements of `dtype` (float32, bfloat16 or float16) as float32 (exact).
+std::vector<float> widen(const std::vector<char>& bytes, int32_t dtype) {
+  const size_t es = dtype == COLLX_FLOAT32 ? 4 : 2, n = bytes.size() / es;
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h = 0;
+    if (es == 4) {
+      std::memcpy(&out[i], bytes.data() + 4 * i, 4);
+      continue;
+    }
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    out[i] = dtype == COLLX_BFLOAT16 ? parallel::bf16_to_float(h) : parallel::fp16_to_float(h);
+  }
+  return out;
+}
+
 // The whole parameter view (stages 0-2), widened to float32; device: the stream was waited.
 std::vector<float> read_view(collx_zero_t z, collx_layout_t l, size_t total, bool device, int32_t param_dtype) {
   void* view = nullptr;
@@ -79,17 +96,7 @@ std::vector<float> read_view(collx_zero_t z, collx_layout_t l, size_t total, boo
   } else {
     std::memcpy(bytes.data(), params, bytes.size());
   }
-  std::vector<float> out(total);
-  for (size_t i = 0; i < total; ++i) {
-    uint16_t h = 0;
-    if (es == 4) {
-      std::memcpy(&out[i], bytes.data() + 4 * i, 4);
-      continue;
-    }
-    std::memcpy(&h, bytes.data() + 2 * i, 2);
-    out[i] = dtype == COLLX_BFLOAT16 ? parallel::bf16_to_float(h) : parallel::fp16_to_float(h);
-  }
-  return out;
+  return widen(bytes, dtype);
 }
 
 // Stage 3 has no full view: every tensor gathered, read and released (device: the gather is
@@ -100,15 +107,20 @@ std::vector<float> read_gathered(collx_zero_t z, collx_layout_t l, size_t total,
     const uint64_t id = t;
     size_t off = 0, n = 0;
     collx_layout_tensor(l, t, &off, &n);
-    float* p = nullptr;
+    void* p = nullptr;
+    int32_t dtype = -1;
     EXPECT_EQ(collx_zero3_fetch(z, &id, 1), COLLX_OK) << collx_zero_last_error(z);
-    EXPECT_EQ(collx_zero_param_ptr(z, t, &p), COLLX_OK) << collx_zero_last_error(z);
+    EXPECT_EQ(collx_zero_param_view(z, t, &p, &dtype), COLLX_OK) << collx_zero_last_error(z);
+    const size_t es = dtype == COLLX_FLOAT32 ? 4 : 2;
+    std::vector<char> bytes(n * es);
     if (device && n) {
       EXPECT_TRUE(cuda::stream_wait(stream, Deadline::after_ms(kTimeoutMs), nullptr, "test").ok());
-      EXPECT_TRUE(cuda::copy(out.data() + off, p, n * sizeof(float), cuda::CopyKind::kDeviceToHost).ok());
+      EXPECT_TRUE(cuda::copy(bytes.data(), p, bytes.size(), cuda::CopyKind::kDeviceToHost).ok());
     } else if (n) {
-      std::memcpy(out.data() + off, p, n * sizeof(float));
+      std::memcpy(bytes.data(), p, bytes.size());
     }
+    const std::vector<float> values = widen(bytes, dtype);
+    std::copy(values.begin(), values.end(), out.begin() + static_cast<long>(off));
     EXPECT_EQ(collx_zero3_release(z, &id, 1), COLLX_OK);
   }
   return out;
@@ -162,12 +174,21 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
           const uint64_t id = t;
           EXPECT_EQ(collx_zero3_fetch(z, &id, 1), COLLX_OK) << collx_zero_last_error(z);
           EXPECT_EQ(collx_zero3_release(z, &id, 1), COLLX_OK) << collx_zero_last_error(z);
-          if (device && n) {
+          const void* full = g.data() + off;
+          if (device && n && grad_dtype != COLLX_FLOAT32) {  // the 16-bit bits of the same values
+            host_half.emplace_back(n);
+            for (size_t j = 0; j < n; ++j)
+              host_half.back()[j] = grad_dtype == COLLX_BFLOAT16 ? parallel::float_to_bf16(g[off + j])
+                                                                 : parallel::float_to_fp16(g[off + j]);
+            EXPECT_TRUE(cuda::copy_async(dev + off, host_half.back().data(), n * 2, cuda::CopyKind::kHostToDevice,
+                                         stream).ok());
+            full = dev + off;  // n 16-bit elements at the start of the tensor's scratch
+          } else if (device && n) {
             EXPECT_TRUE(cuda::copy_async(dev + off, g.data() + off, n * sizeof(float), cuda::CopyKind::kHostToDevice,
                                          stream).ok());
+            full = dev + off;
           }
-          EXPECT_EQ(collx_zero3_reduce_grad(z, t, device ? dev + off : g.data() + off), COLLX_OK)
-              << collx_zero_last_error(z);
+          EXPECT_EQ(collx_zero3_reduce_grad_view(z, t, full), COLLX_OK) << collx_zero_last_error(z);
           continue;
         }
         void* view = nullptr;
@@ -197,7 +218,9 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
     EXPECT_EQ(collx_zero_step(z, 1.0), COLLX_OK) << collx_zero_last_error(z);
     EXPECT_EQ(collx_zero_publish(z), COLLX_OK) << collx_zero_last_error(z);
   }
-  if (device) EXPECT_TRUE(cuda::stream_wait(stream, Deadline::after_ms(kTimeoutMs), nullptr, "test").ok());
+  if (device) {
+    EXPECT_TRUE(cuda::stream_wait(stream, Deadline::after_ms(kTimeoutMs), nullptr, "test").ok());
+  }
   r.params = stage == 3 ? read_gathered(z, l, total, device, stream) : read_view(z, l, total, device, param_dtype);
   float* master = nullptr;
   size_t count = 0;
@@ -294,6 +317,9 @@ TEST(ZeroDevice, Stage3MatchesHostBitForBit) {
   run_case(2, kIpcRoute, 3, COLLX_OPT_SGD, COLLX_FLOAT32, COLLX_FLOAT32, 1);
   run_case(3, kStagedRoute, 3, COLLX_OPT_ADAMW, COLLX_FLOAT32, COLLX_FLOAT32, 0);
   run_case(2, kIpcRoute, 3, COLLX_OPT_SGD, COLLX_FLOAT32, COLLX_FLOAT32, 0);
+  // bf16 parameters gathered in bf16, bf16 full gradients.
+  run_case(3, kStagedRoute, 3, COLLX_OPT_ADAMW, COLLX_BFLOAT16, COLLX_FLOAT32, 0, COLLX_BFLOAT16);
+  run_case(2, kIpcRoute, 3, COLLX_OPT_ADAMW, COLLX_BFLOAT16, COLLX_FLOAT32, 1, COLLX_BFLOAT16);
 }
 
 // bf16 / fp16 gradient views (a bf16 model's backward): widened into float32 when the bucket
@@ -344,7 +370,6 @@ TEST(ZeroDevice, BadConfigsNameTheField) {
       {1, COLLX_MEM_CUDA, 2, COLLX_FLOAT32, COLLX_FLOAT32, COLLX_ERR_INVALID_ARG, "config->offload"},
       {1, COLLX_MEM_CUDA, 1, COLLX_INT8, COLLX_FLOAT32, COLLX_ERR_INVALID_ARG, "config->param_dtype"},
       {1, COLLX_MEM_HOST, 0, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "config->param_dtype"},
-      {3, COLLX_MEM_CUDA, 1, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_ERR_UNSUPPORTED, "config->param_dtype"},
       {2, COLLX_MEM_CUDA, 1, COLLX_FLOAT32, COLLX_INT8, COLLX_ERR_INVALID_ARG, "config->comm_dtype"},
   };
   collx_layout_t l = make_layout(1, kSizes, kBucket);
