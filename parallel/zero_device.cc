@@ -109,6 +109,36 @@ float* zero_grad_shard(collx_zero_t z) {
   return z->device_state ? static_cast<float*>(z->grad_dev.get()) : z->grad.data();
 }
 
+float* zero_device_state(collx_zero_t z, int32_t kind) {
+  if (kind == COLLX_ZERO_MASTER) return static_cast<float*>(z->master_dev.get());
+  if (kind == COLLX_ZERO_EXP_AVG) return static_cast<float*>(z->exp_avg_dev.get());
+  if (kind == COLLX_ZERO_EXP_AVG_SQ) return static_cast<float*>(z->exp_avg_sq_dev.get());
+  return nullptr;
+}
+
+collx_status_t zero_device_download(collx_zero_t z, int32_t kind, const char* fn, collx_zero_s::Floats** out) {
+  const float* dev = zero_device_state(z, kind);
+  if (!dev)
+    return zero_fail(z, COLLX_ERR_INVALID_ARG,
+                     std::string(fn) + ": kind " + std::to_string(kind) + " is not kept by this handle's optimizer (" +
+                         std::to_string(z->config.optimizer) + ") or is not a collx_zero_state_kind_t");
+  z->mirror.resize(z->shard_count);
+  Status st = cuda::copy_async(z->mirror.data(), dev, z->shard_count * sizeof(float), cuda::CopyKind::kDeviceToHost,
+                               z->stream);
+  if (st.ok()) st = cuda::stream_wait(z->stream, Deadline::after_ms(z->config.timeout_ms), nullptr, fn);
+  if (!st.ok()) return zero_fail(z, st.code(), std::string(fn) + ": reading the device state: " + st.message());
+  *out = &z->mirror;
+  return COLLX_OK;
+}
+
+collx_status_t zero_device_upload(collx_zero_t z, int32_t kind, size_t shard_offset, size_t count, const char* fn) {
+  Status st = cuda::copy_async(zero_device_state(z, kind) + shard_offset, z->mirror.data() + shard_offset,
+                               count * sizeof(float), cuda::CopyKind::kHostToDevice, z->stream);
+  if (st.ok()) st = cuda::stream_wait(z->stream, Deadline::after_ms(z->config.timeout_ms), nullptr, fn);
+  if (!st.ok()) return zero_fail(z, st.code(), std::string(fn) + ": writing the device state: " + st.message());
+  return COLLX_OK;
+}
+
 collx_status_t zero_device_add_grads(collx_zero_t z, const float* buffer) {
   for (const auto& seg : z->segments) {
     const Status st = device_add(zero_grad_shard(z) + seg.shard_offset, buffer + seg.buffer_offset, seg.count, z->stream);

@@ -80,6 +80,7 @@ struct collx_zero_s {
   // device (the host vectors above stay empty), stepped by lib/cuda's optimizer kernels.
   bool device_state = false;
   collx::parallel::DeviceMem master_dev, grad_dev, exp_avg_dev, exp_avg_sq_dev;
+  Floats mirror = counted(Mem::kComm);  // checkpoint calls: a host copy of one state kind
   // Stage 2 (zero2_grads.cc): each bucket gets a slot from a pool while it is filled and
   // reduced; the owned range is then added into `grad` and the slot reused.
   struct Slot {
@@ -168,6 +169,12 @@ collx_status_t zero_device_load_master(collx_zero_t z, uint64_t id, size_t toff,
 // Stage 3 on device buffers: the device full gradient of tensor `pos` pre-divided,
 // reduce-scattered on the stream and added into the gradient shard.
 collx_status_t zero3_device_reduce_grad(collx_zero_t z, size_t pos, const void* full);
+// Device state and checkpoints: the device shard of a state kind (NULL when not kept or no
+// such kind); the shard downloaded into z->mirror (waits); `count` mirror elements from
+// shard_offset uploaded back (waits).
+float* zero_device_state(collx_zero_t z, int32_t kind);
+collx_status_t zero_device_download(collx_zero_t z, int32_t kind, const char* fn, collx_zero_s::Floats** out);
+collx_status_t zero_device_upload(collx_zero_t z, int32_t kind, size_t shard_offset, size_t count, const char* fn);
 // Shard pointers (device memory when device_state).
 float* zero_master(collx_zero_t z);
 float* zero_grad_shard(collx_zero_t z);

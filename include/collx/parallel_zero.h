@@ -77,10 +77,9 @@ typedef struct collx_zero_config {
                           a usable device (or the emulated test device): else
                           COLLX_ERR_UNSUPPORTED naming why. With offload = 0 the master
                           shard, gradient shard and optimizer state are device memory too
-                          (collx_zero_shard returns device pointers; the step runs device
-                          kernels; the checkpoint calls on that state, full_tensor,
-                          full_state, state_shard, load_state of moments:
-                          COLLX_ERR_UNSUPPORTED for now). Every stage; stage 3's
+                          (collx_zero_shard and collx_zero_state_shard return device
+                          pointers; the step runs device kernels; the checkpoint calls copy
+                          through a host copy of the shard and wait for the stream). Every stage; stage 3's
                           gathered tensors and collx_zero3_reduce_grad's full_grad are device
                           memory. Not yet: deterministic = 1 (COLLX_ERR_UNSUPPORTED naming
                           the field). docs/parallel-zero.md

@@ -61,6 +61,7 @@ struct Result {
   std::vector<float> params;  // the whole parameter view after the last publish
   std::vector<float> master;  // the master shard
   std::vector<double> norms;  // collx_zero_grad_norm_sq before each step
+  std::vector<float> full;    // every tensor's consolidated master and first moment
 };
 
 // Elements of `dtype` (float32, bfloat16 or float16) as float32 (exact).
@@ -222,6 +223,13 @@ Result run_zero(collx_comm_t comm, int rank, collx_zero_config_t cfg, bool devic
     EXPECT_TRUE(cuda::stream_wait(stream, Deadline::after_ms(kTimeoutMs), nullptr, "test").ok());
   }
   r.params = stage == 3 ? read_gathered(z, l, total, device, stream) : read_view(z, l, total, device, param_dtype);
+  for (size_t t = 0; t < kSizes.size(); ++t) {  // checkpoint export (collective)
+    for (int32_t kind : {COLLX_ZERO_MASTER, COLLX_ZERO_EXP_AVG}) {
+      std::vector<float> v(kSizes[t]);
+      EXPECT_EQ(collx_zero_full_state(z, kind, t, v.data()), COLLX_OK) << collx_zero_last_error(z);
+      r.full.insert(r.full.end(), v.begin(), v.end());
+    }
+  }
   float* master = nullptr;
   size_t count = 0;
   EXPECT_EQ(collx_zero_shard(z, &master, nullptr, &count), COLLX_OK);
@@ -269,6 +277,7 @@ void run_case(int world_size, const DeviceRoute& route, int stage, int optimizer
     // The master is float32 in both runs: the 16-bit view is the rounded master.
     expect_same_bits(rounded(host.params, param_dtype), dev.params, what + " params");
     expect_same_bits(host.master, dev.master, what + " master");
+    expect_same_bits(host.full, dev.full, what + " consolidated state");
     // Summed in index order on the emulated device (as the host loop); a GPU's fixed-order
     // partial sums differ by less than this (lib/cuda/device.h, sum_squares).
     ASSERT_EQ(host.norms.size(), dev.norms.size());
@@ -336,9 +345,9 @@ TEST(ZeroDevice, OffloadStage2MatchesHostBitForBit) {
   run_case(2, kIpcRoute, 2, COLLX_OPT_SGD);
 }
 
-// Device-resident optimizer state: the checkpoint calls say they cannot read it yet (rather
-// than reading device memory from the host).
-TEST(ZeroDevice, CheckpointCallsOnDeviceStateAreRefused) {
+// Device-resident optimizer state: the checkpoint calls read and write it through a host copy
+// (collx_zero_state_shard gives the device shard itself).
+TEST(ZeroDevice, CheckpointCallsWorkOnDeviceState) {
   ThreadRanks world(1, kTimeoutMs, kStagedRoute.transports);
   ASSERT_TRUE(world.ok()) << world.error();
   collx_layout_t l = make_layout(1, kSizes, kBucket);
@@ -347,10 +356,24 @@ TEST(ZeroDevice, CheckpointCallsOnDeviceStateAreRefused) {
   collx_zero_t z = nullptr;
   ASSERT_EQ(collx_zero_create(world.comm(0), l, &cfg, &z), COLLX_OK) << collx_zero_last_error(nullptr);
   zero_test_load(z, kSizes);
-  std::vector<float> out(kSizes[4]);
-  EXPECT_EQ(collx_zero_full_tensor(z, 4, out.data()), COLLX_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(collx_zero_last_error(z)).find("offload = 0"), std::string::npos) << collx_zero_last_error(z);
-  EXPECT_EQ(collx_zero_load_state(z, COLLX_ZERO_EXP_AVG, 4, 0, out.size(), out.data()), COLLX_ERR_UNSUPPORTED);
+  std::vector<float> in(kSizes[4]), out(kSizes[4]);
+  for (size_t j = 0; j < in.size(); ++j) in[j] = 0.25f * static_cast<float>(j);
+  ASSERT_EQ(collx_zero_load_state(z, COLLX_ZERO_EXP_AVG_SQ, 4, 0, in.size(), in.data()), COLLX_OK)
+      << collx_zero_last_error(z);
+  ASSERT_EQ(collx_zero_full_state(z, COLLX_ZERO_EXP_AVG_SQ, 4, out.data()), COLLX_OK) << collx_zero_last_error(z);
+  EXPECT_EQ(in, out);
+  ASSERT_EQ(collx_zero_full_tensor(z, 4, out.data()), COLLX_OK) << collx_zero_last_error(z);
+  for (size_t j = 0; j < out.size(); ++j) EXPECT_EQ(out[j], zero_test_init(4, j)) << j;
+  float* shard = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(collx_zero_state_shard(z, COLLX_ZERO_EXP_AVG_SQ, &shard, &count), COLLX_OK);
+  std::vector<float> whole(count);
+  ASSERT_TRUE(cuda::copy(whole.data(), shard, count * sizeof(float), cuda::CopyKind::kDeviceToHost).ok());
+  size_t offset = 0;
+  collx_layout_tensor(l, 4, &offset, nullptr);  // W = 1: the shard is the buffer
+  EXPECT_EQ(std::vector<float>(whole.begin() + static_cast<long>(offset),
+                               whole.begin() + static_cast<long>(offset + in.size())),
+            in);
   EXPECT_EQ(collx_zero_destroy(z), COLLX_OK);
   collx_layout_destroy(l);
 }
