@@ -86,6 +86,13 @@ collx_status_t unpack(collx_zero_t z, const collx_zero_s::Gather& g) {
   return COLLX_OK;
 }
 
+// Drops the oldest gather (device buffers: their bytes leave the account; freeing them waits
+// for the stream).
+void retire_front(collx_zero_t z) {
+  z->mem.sub(ZeroMem::kComm, z->in_flight.front().device_bytes);
+  z->in_flight.erase(z->in_flight.begin());
+}
+
 // Waits for the oldest gather in flight and unpacks it.
 collx_status_t complete_front(collx_zero_t z, const Deadline& deadline) {
   collx_zero_s::Gather& g = z->in_flight.front();
@@ -97,11 +104,11 @@ collx_status_t complete_front(collx_zero_t z, const Deadline& deadline) {
   if (st == COLLX_OK) {
     st = unpack(z, g);
     if (st != COLLX_OK) {
-      z->in_flight.erase(z->in_flight.begin());
+      retire_front(z);
       return st;
     }
   }
-  z->in_flight.erase(z->in_flight.begin());
+  retire_front(z);
   if (st != COLLX_OK) return zero_fail(z, st, "collx_zero3: gather failed: " + comm_error(z->comm, st));
   return COLLX_OK;
 }
@@ -215,6 +222,8 @@ collx_status_t zero3_launch_device(collx_zero_t z, collx_zero_s::Gather g, size_
   opts.stream = z->stream;
   collx_status_t st = collx_iallgather(g.dsend->get(), g.drecv->get(), g.elems, pdt, z->comm, &opts, &g.request);
   if (st != COLLX_OK) return zero_fail(z, st, "collx_zero3: gather failed: " + comm_error(z->comm, st));
+  g.device_bytes = g.elems * es * (static_cast<size_t>(z->size) + (g.up ? 2 : 1));  // send, receive, upload
+  z->mem.add(ZeroMem::kComm, g.device_bytes);
   z->live += elems;
   z->peak = std::max(z->peak, z->live);
   z->in_flight.push_back(std::move(g));

@@ -37,7 +37,8 @@ struct collx_zero_s {
     // stream; offload: through `up`, pinned). Freed after the stream drained.
     std::unique_ptr<collx::parallel::DeviceMem> dsend, drecv;
     std::unique_ptr<collx::parallel::PinnedMem> up;
-    size_t elems = 0;  // chunk elements of this rank (send size)
+    size_t elems = 0;         // chunk elements of this rank (send size)
+    size_t device_bytes = 0;  // booked under comm while in flight
   };
   // A gathered stage-3 tensor (padded): host vector, or device memory with device buffers.
   struct Gathered {
