@@ -45,6 +45,18 @@ collx_status_t accumulate(collx_zero_t z, size_t si) {
   float* mine = slot_data(s) + from;
   z->s2.slot_of[s.bucket] = -1;
   z->s2.idle.push_back(si);
+  if (z->device && s.dev_gathered) {  // deterministic: the same tree of adds, then 1/W, on the stream
+    float* blocks = static_cast<float*>(s.dev_gathered->get());
+    const size_t w = static_cast<size_t>(z->size);
+    for (size_t step = 1; step < w; step *= 2)
+      for (size_t i = 0; i + step < w; i += 2 * step) {
+        const Status as = device_add(blocks + i * seg.count, blocks + (i + step) * seg.count, seg.count, z->stream);
+        if (!as.ok()) return zero_fail(z, as.code(), "summing a deterministic bucket: " + as.message());
+      }
+    const Status sc = device_scale(blocks, seg.count, static_cast<float>(1.0 / z->size), z->stream);
+    if (!sc.ok()) return zero_fail(z, sc.code(), "scaling a deterministic bucket: " + sc.message());
+    return zero2_offload_copy(z, blocks, nullptr, seg.shard_offset, seg.count);
+  }
   if (z->device) {
     const uint16_t* wire = s.dev_wire ? static_cast<const uint16_t*>(s.dev_wire->get()) + from : nullptr;
     return zero2_offload_copy(z, mine, wire, seg.shard_offset, seg.count);
@@ -115,7 +127,12 @@ collx_status_t acquire(collx_zero_t z, size_t b, const char* fn) {
         if (!vs.ok()) return zero_fail(z, vs.code(), std::string(fn) + ": allocating a device slot: " + vs.message());
         z->mem.add(ZeroMem::kGrads, s2.slot_elems * sizeof(uint16_t));
       }
-      if (half_wire(z)) {
+      if (z->config.deterministic) {
+        slot.dev_gathered.reset(new DeviceMem());
+        const Status gs = slot.dev_gathered->allocate_zeroed(s2.slot_elems * sizeof(float), z->stream);
+        if (!gs.ok()) return zero_fail(z, gs.code(), std::string(fn) + ": allocating a device slot: " + gs.message());
+        z->mem.add(ZeroMem::kGrads, s2.slot_elems * sizeof(float));
+      } else if (half_wire(z)) {
         slot.dev_wire.reset(new DeviceMem());
         const Status ws = slot.dev_wire->allocate_zeroed(s2.slot_elems * sizeof(uint16_t), z->stream);
         if (!ws.ok()) return zero_fail(z, ws.code(), std::string(fn) + ": allocating a device slot: " + ws.message());
@@ -177,6 +194,20 @@ collx_status_t launch_next(collx_zero_t z, const char* fn) {
       sc = cuda::cast_scale(data, COLLX_FLOAT32, s.dev_views->get(), static_cast<collx_datatype_t>(z->config.grad_dtype),
                             padded, 1.0f, z->stream);
       if (!sc.ok()) return zero_fail(z, sc.code(), std::string(fn) + ": widening " + bucket_name(z, b) + ": " + sc.message());
+    }
+    if (s.dev_gathered) {  // deterministic: owned ranges exchanged, summed by the owner later
+      collx_opts_t opts;
+      collx_opts_init(&opts, sizeof opts);
+      opts.mem_kind = COLLX_MEM_CUDA;
+      opts.stream = z->stream;
+      st = collx_ialltoall(data, s.dev_gathered->get(), share, COLLX_FLOAT32, z->comm, &opts, &s.request);
+      if (st != COLLX_OK) {
+        s.request = nullptr;
+        return zero_fail(z, st, std::string(fn) + ": launching " + bucket_name(z, b) + " failed: " + comm_error(z->comm, st));
+      }
+      z->s2.flight.push_back(si);
+      z->s2.next_bucket++;
+      return COLLX_OK;
     }
     if (s.dev_wire) {  // rounded as pack_half rounds: the pre-scaled float32, to nearest even
       wire = static_cast<char*>(s.dev_wire->get());

@@ -24,8 +24,6 @@ std::string zero_device_unsupported(const collx_zero_config_t& c) {
   if (c.mem_kind != COLLX_MEM_CUDA) return "";
   std::string why = device_unavailable();
   if (!why.empty()) return "config->mem_kind is COLLX_MEM_CUDA but " + why;
-  if (c.deterministic)
-    return "config->deterministic with device buffers is not supported yet (stage 2 on host buffers)";
   return "";
 }
 

@@ -94,6 +94,7 @@ struct collx_zero_s {
     std::unique_ptr<collx::parallel::DeviceMem> dev;
     std::unique_ptr<collx::parallel::DeviceMem> dev_wire;   // 16-bit comm_dtype
     std::unique_ptr<collx::parallel::DeviceMem> dev_views;  // 16-bit grad_dtype: the views
+    std::unique_ptr<collx::parallel::DeviceMem> dev_gathered;  // deterministic: W owned ranges
   };
   struct Stage2 {
     std::vector<size_t> pending;  // per bucket: tensors not marked in this micro-step

@@ -79,10 +79,9 @@ typedef struct collx_zero_config {
                           shard, gradient shard and optimizer state are device memory too
                           (collx_zero_shard and collx_zero_state_shard return device
                           pointers; the step runs device kernels; the checkpoint calls copy
-                          through a host copy of the shard and wait for the stream). Every stage; stage 3's
-                          gathered tensors and collx_zero3_reduce_grad's full_grad are device
-                          memory. Not yet: deterministic = 1 (COLLX_ERR_UNSUPPORTED naming
-                          the field). docs/parallel-zero.md
+                          through a host copy of the shard and wait for the stream). Every stage (and stage 2's
+                          deterministic); stage 3's gathered tensors and
+                          collx_zero3_reduce_grad's full_grad are device memory. docs/parallel-zero.md
                           "Device buffers". */
   int32_t offload;     /* 1 = ZeRO-Offload (device buffers only): the float32 master shard,
                           the gradient shard and the optimizer state stay in host memory and

@@ -259,7 +259,7 @@ std::vector<float> rounded(std::vector<float> v, int32_t param_dtype) {
 
 void run_case(int world_size, const DeviceRoute& route, int stage, int optimizer,
               int32_t param_dtype = COLLX_FLOAT32, int32_t comm_dtype = COLLX_FLOAT32, int32_t offload = 1,
-              int32_t grad_dtype = COLLX_FLOAT32) {
+              int32_t grad_dtype = COLLX_FLOAT32, int32_t deterministic = 0) {
   ThreadRanks world(world_size, kTimeoutMs, route.transports);
   ASSERT_TRUE(world.ok()) << world.error();
   world.run([&](int rank, collx_comm_t comm) {
@@ -267,6 +267,7 @@ void run_case(int world_size, const DeviceRoute& route, int stage, int optimizer
     ASSERT_TRUE(cuda::stream_create(&stream).ok());
     collx_zero_config_t cfg = zero_config(stage, optimizer);
     cfg.comm_dtype = comm_dtype;
+    cfg.deterministic = deterministic;
     const Result host = run_zero(comm, rank, cfg, false, nullptr, COLLX_FLOAT32, 1, grad_dtype);
     const Result dev = run_zero(comm, rank, cfg, true, stream, param_dtype, offload, grad_dtype);
     cuda::stream_destroy(stream);
@@ -338,6 +339,12 @@ TEST(ZeroDevice, Bf16GradientViewsAccumulateInFloat32) {
   run_case(2, kIpcRoute, 2, COLLX_OPT_ADAMW, COLLX_BFLOAT16, COLLX_BFLOAT16, 0, COLLX_BFLOAT16);
   run_case(3, kStagedRoute, 2, COLLX_OPT_SGD, COLLX_FLOAT32, COLLX_FLOAT32, 1, COLLX_FLOAT16);
   run_case(2, kStagedRoute, 0, COLLX_OPT_ADAMW, COLLX_FLOAT32, COLLX_FLOAT32, 1, COLLX_BFLOAT16);
+}
+
+// Stage 2's deterministic reduction (all-to-all, pairwise tree, then 1/W) on the device.
+TEST(ZeroDevice, DeterministicStage2MatchesHostBitForBit) {
+  run_case(3, kStagedRoute, 2, COLLX_OPT_ADAMW, COLLX_FLOAT32, COLLX_FLOAT32, 0, COLLX_FLOAT32, 1);
+  run_case(2, kIpcRoute, 2, COLLX_OPT_SGD, COLLX_BFLOAT16, COLLX_FLOAT32, 1, COLLX_BFLOAT16, 1);
 }
 
 TEST(ZeroDevice, OffloadStage2MatchesHostBitForBit) {
