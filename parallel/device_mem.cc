@@ -59,6 +59,14 @@ Status PinnedMem::allocate(size_t bytes, void* stream) {
   return cuda::host_alloc_pinned(bytes, &ptr_);
 }
 
+collx_opts_t device_opts(void* stream) {
+  collx_opts_t opts;
+  collx_opts_init(&opts, sizeof opts);
+  opts.mem_kind = COLLX_MEM_CUDA;
+  opts.stream = stream;
+  return opts;
+}
+
 Status device_scale(float* p, size_t n, float scale, void* stream) {
   if (scale == 1.0f || n == 0) return Status::Ok();
   void* out[1] = {p};

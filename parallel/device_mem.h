@@ -54,6 +54,9 @@ class PinnedMem {
   void* stream_ = nullptr;
 };
 
+// Options of a collective on device buffers ordered on `stream`.
+collx_opts_t device_opts(void* stream);
+
 // p[i] *= scale on the device, queued on `stream`; nothing when scale == 1 (as the host
 // scale_in_place, so the two paths round alike: one float32 product per element).
 Status device_scale(float* p, size_t n, float scale, void* stream);

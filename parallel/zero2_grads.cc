@@ -195,34 +195,22 @@ collx_status_t launch_next(collx_zero_t z, const char* fn) {
                             padded, 1.0f, z->stream);
       if (!sc.ok()) return zero_fail(z, sc.code(), std::string(fn) + ": widening " + bucket_name(z, b) + ": " + sc.message());
     }
+    const collx_opts_t opts = device_opts(z->stream);
     if (s.dev_gathered) {  // deterministic: owned ranges exchanged, summed by the owner later
-      collx_opts_t opts;
-      collx_opts_init(&opts, sizeof opts);
-      opts.mem_kind = COLLX_MEM_CUDA;
-      opts.stream = z->stream;
       st = collx_ialltoall(data, s.dev_gathered->get(), share, COLLX_FLOAT32, z->comm, &opts, &s.request);
-      if (st != COLLX_OK) {
-        s.request = nullptr;
-        return zero_fail(z, st, std::string(fn) + ": launching " + bucket_name(z, b) + " failed: " + comm_error(z->comm, st));
-      }
-      z->s2.flight.push_back(si);
-      z->s2.next_bucket++;
-      return COLLX_OK;
-    }
-    if (s.dev_wire) {  // rounded as pack_half rounds: the pre-scaled float32, to nearest even
-      wire = static_cast<char*>(s.dev_wire->get());
-      sc = cuda::cast_scale(wire, dt, data, COLLX_FLOAT32, padded, inv_w, z->stream);
     } else {
-      sc = device_scale(data, padded, inv_w, z->stream);
+      if (s.dev_wire) {  // rounded as pack_half rounds: the pre-scaled float32, to nearest even
+        wire = static_cast<char*>(s.dev_wire->get());
+        sc = cuda::cast_scale(wire, dt, data, COLLX_FLOAT32, padded, inv_w, z->stream);
+      } else {
+        sc = device_scale(data, padded, inv_w, z->stream);
+      }
+      if (!sc.ok())
+        return zero_fail(z, sc.code(), std::string(fn) + ": scaling " + bucket_name(z, b) + ": " + sc.message());
+      const size_t es = s.dev_wire ? sizeof(uint16_t) : sizeof(float);
+      st = collx_ireduce_scatter(wire, wire + static_cast<size_t>(z->rank) * share * es, share, dt, COLLX_SUM, z->comm,
+                                 &opts, &s.request);
     }
-    if (!sc.ok()) return zero_fail(z, sc.code(), std::string(fn) + ": scaling " + bucket_name(z, b) + ": " + sc.message());
-    collx_opts_t opts;
-    collx_opts_init(&opts, sizeof opts);
-    opts.mem_kind = COLLX_MEM_CUDA;
-    opts.stream = z->stream;
-    const size_t es = s.dev_wire ? sizeof(uint16_t) : sizeof(float);
-    st = collx_ireduce_scatter(wire, wire + static_cast<size_t>(z->rank) * share * es, share, dt, COLLX_SUM, z->comm,
-                               &opts, &s.request);
   } else if (z->config.deterministic) {
     s.gathered.resize(padded);
     st = collx_ialltoall(s.data.data(), s.gathered.data(), share, COLLX_FLOAT32, z->comm, nullptr, &s.request);

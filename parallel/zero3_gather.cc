@@ -216,10 +216,7 @@ collx_status_t zero3_launch_device(collx_zero_t z, collx_zero_s::Gather g, size_
     off += chunk;
   }
   if (!ds.ok()) return zero_fail(z, ds.code(), "collx_zero3: preparing a gather: " + ds.message());
-  collx_opts_t opts;
-  collx_opts_init(&opts, sizeof opts);
-  opts.mem_kind = COLLX_MEM_CUDA;
-  opts.stream = z->stream;
+  const collx_opts_t opts = device_opts(z->stream);
   collx_status_t st = collx_iallgather(g.dsend->get(), g.drecv->get(), g.elems, pdt, z->comm, &opts, &g.request);
   if (st != COLLX_OK) return zero_fail(z, st, "collx_zero3: gather failed: " + comm_error(z->comm, st));
   g.device_bytes = g.elems * es * (static_cast<size_t>(z->size) + (g.up ? 2 : 1));  // send, receive, upload

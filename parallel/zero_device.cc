@@ -244,10 +244,7 @@ collx_status_t zero3_device_reduce_grad(collx_zero_t z, size_t pos, const void* 
                           z->size == 1 ? 1.0f : 1.0f / static_cast<float>(z->size), z->stream);
   if (!st.ok()) return zero_fail(z, st.code(), "collx_zero3_reduce_grad: " + st.message());
   float* mine = buf + static_cast<size_t>(z->rank) * chunk;
-  collx_opts_t opts;
-  collx_opts_init(&opts, sizeof opts);
-  opts.mem_kind = COLLX_MEM_CUDA;
-  opts.stream = z->stream;
+  const collx_opts_t opts = device_opts(z->stream);
   const collx_status_t cs = collx_reduce_scatter(buf, mine, chunk, COLLX_FLOAT32, COLLX_SUM, z->comm, &opts);
   if (cs != COLLX_OK)
     return zero_fail(z, cs, "collx_zero3_reduce_grad: tensor " + std::to_string(t.id) + ": " + comm_error(z->comm, cs));
