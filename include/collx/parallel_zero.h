@@ -70,24 +70,23 @@ typedef struct collx_zero_config {
   int32_t deterministic;
   /* Device buffers (fields added later: a caller compiled without them gets the defaults,
    * host buffers; docs/parallel-zero.md "Device buffers"). */
-  int32_t mem_kind;    /* COLLX_MEM_HOST (default) or COLLX_MEM_CUDA: the full parameter view
-                          and the gradient buffer (stages 0, 1), bucket slots (stage 2) or
-                          gathered tensors (stage 3) are device memory on the current device (collx_zero_param_ptr and
-                          collx_zero_grad_ptr return device pointers). Needs a CUDA build with
-                          a usable device (or the emulated test device): else
+  int32_t mem_kind;    /* COLLX_MEM_HOST (default) or COLLX_MEM_CUDA, every stage: the full
+                          parameter view and the gradient buffer (stages 0, 1), the bucket
+                          slots (stage 2) or the gathered tensors (stage 3) are device memory
+                          on the current device (collx_zero_param_ptr / _grad_ptr return
+                          device pointers; collx_zero3_reduce_grad takes one). Needs a CUDA
+                          build with a usable device (or the emulated test device): else
                           COLLX_ERR_UNSUPPORTED naming why. With offload = 0 the master
                           shard, gradient shard and optimizer state are device memory too
                           (collx_zero_shard and collx_zero_state_shard return device
-                          pointers; the step runs device kernels; the checkpoint calls copy
-                          through a host copy of the shard and wait for the stream). Every stage (and stage 2's
-                          deterministic); stage 3's gathered tensors and
-                          collx_zero3_reduce_grad's full_grad are device memory. docs/parallel-zero.md
-                          "Device buffers". */
+                          pointers; the step runs device kernels; the checkpoint calls go
+                          through a host copy of the shard and wait for the stream).
+                          docs/parallel-zero.md "Device buffers". */
   int32_t offload;     /* 1 = ZeRO-Offload (device buffers only): the float32 master shard,
                           the gradient shard and the optimizer state stay in host memory and
                           collx_zero_step runs the host optimizer; finish_grads copies the
-                          reduced gradient shard device -> host (and waits for the stream:
-                          the only host wait of a step), publish copies the updated shard
+                          reduced gradient shard device -> host and waits for the stream
+                          (stage 3: collx_zero3_reduce_grad does), publish copies the updated shard
                           host -> device before the device all-gather. Default 0. */
   int32_t param_dtype; /* collx_datatype_t of the parameter view: COLLX_FLOAT32 (default),
                           or COLLX_BFLOAT16 / COLLX_FLOAT16 with device buffers: the master
