@@ -89,16 +89,20 @@ void DpHelper::run() {
       const size_t b = flight_.front();
       collx_dp_s::Bucket& bk = dp_->buckets[b];
       lock.unlock();
-      const collx_status_t st = collx_wait(bk.request, kWaitSliceMs);
+      collx_status_t st = collx_wait(bk.request, kWaitSliceMs);
+      std::string why;
       if (st != COLLX_IN_PROGRESS) {
         collx_request_free(bk.request);
         bk.request = nullptr;
-        if (st == COLLX_OK) dp_complete_bucket(dp_, bk);
+        if (st != COLLX_OK)
+          why = "bucket " + std::to_string(b) + " failed: " + comm_error(dp_->comm, st);
+        else if ((st = dp_complete_bucket(dp_, bk, &why)) != COLLX_OK)
+          why = "bucket " + std::to_string(b) + ": " + why;
       }
       lock.lock();
       if (st == COLLX_IN_PROGRESS) continue;
       flight_.pop_front();
-      if (st != COLLX_OK) record_error(st, b, "bucket " + std::to_string(b) + " failed: " + comm_error(dp_->comm, st));
+      if (st != COLLX_OK) record_error(st, b, why);
       done_.notify_all();
       continue;
     }

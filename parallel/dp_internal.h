@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lib/common/deadline.h"
+#include "parallel/device_mem.h"
 #include "parallel/parallel_internal.h"
 
 namespace collx {
@@ -76,6 +77,17 @@ struct collx_dp_s {
   float* buffer = nullptr;
   size_t total = 0;
   std::vector<float> owned_buffer;  // when the caller passed no buffer
+  // Device buffers (config.mem_kind COLLX_MEM_CUDA): the buffer is device memory, every
+  // scaling and zeroing is queued on `stream`, the collectives are ordered on it too.
+  bool device = false;
+  void* stream = nullptr;
+  collx::parallel::DeviceMem owned_device;  // the owned buffer, on the device
+  // 16-bit comm_dtype on device buffers: the whole buffer's wire copy (bucket b at
+  // buckets[b].start), rounded and widened by kernels on the stream (no helper thread).
+  collx::parallel::DeviceMem device_wire;
+  // 16-bit grad_dtype (device buffers): the views the engine writes; each bucket is added
+  // into the float32 buffer (and zeroed) when it is launched, or at a no_sync finish.
+  collx::parallel::DeviceMem device_views;
   float pre = 1.0f;                 // factor applied before the collective
   float post = 1.0f;                // and after it
   std::vector<char> marked;         // per layout tensor (registration order)
@@ -96,11 +108,15 @@ collx_status_t dp_fail(collx_dp_t dp, collx_status_t st, const std::string& msg)
 std::string comm_error(collx_comm_t comm, collx_status_t st);
 // Waits for every launched bucket still in flight (each ends by its own deadline).
 void dp_drain(collx_dp_t dp);
+// 16-bit gradient views: bucket b's views added into the float32 buffer and zeroed, on the
+// stream (nothing for float32 views). Sets only *why on failure.
+collx_status_t dp_fold_views(collx_dp_t dp, size_t b, std::string* why);
 // Pre-scale (and 16-bit rounding) of bucket b, then its asynchronous collective into
 // bk.request. Sets nothing on failure but *why (any thread may call it).
 collx_status_t dp_start_bucket(collx_dp_t dp, size_t b, std::string* why);
-// Writes bucket bk's result back into the float32 buffer and applies the post-scale.
-void dp_complete_bucket(collx_dp_t dp, collx_dp_s::Bucket& bk);
+// Writes bucket bk's result back into the float32 buffer and applies the post-scale
+// (device buffers: queues the post-scale on the stream; a failure to queue it is returned).
+collx_status_t dp_complete_bucket(collx_dp_t dp, collx_dp_s::Bucket& bk, std::string* why);
 
 }  // namespace parallel
 }  // namespace collx

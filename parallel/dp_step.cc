@@ -1,5 +1,6 @@
 // Data-parallel reducer, per micro-step: marks, in-order bucket launches, finish.
 #include "lib/common/deadline.h"
+#include "lib/cuda/device.h"
 #include "parallel/dp_internal.h"
 #include "parallel/low_precision.h"
 
@@ -116,7 +117,9 @@ collx_status_t wait_buckets(collx_dp_t dp, const Deadline& deadline) {
     if (st != COLLX_OK)
       return dp_fail(dp, st, "collx_dp_finish: bucket " + std::to_string(b) + " failed: " +
                                  comm_error(dp->comm, st));
-    dp_complete_bucket(dp, bk);
+    std::string why;
+    st = dp_complete_bucket(dp, bk, &why);
+    if (st != COLLX_OK) return dp_fail(dp, st, "collx_dp_finish: bucket " + std::to_string(b) + ": " + why);
   }
   return COLLX_OK;
 }
@@ -124,6 +127,12 @@ collx_status_t wait_buckets(collx_dp_t dp, const Deadline& deadline) {
 collx_status_t finish(collx_dp_t dp, int64_t timeout_ms) {
   const long missing = dp->config.allow_unused ? -1 : first_unmarked(dp);
   if (!dp->sync) {
+    // no_sync with 16-bit views: this micro-step's gradients go into the float32 buffer now.
+    for (size_t b = 0; b < dp->buckets.size(); ++b) {
+      std::string why;
+      const collx_status_t st = dp_fold_views(dp, b, &why);
+      if (st != COLLX_OK) return dp_fail(dp, st, "collx_dp_finish: " + why);
+    }
     reset_step(dp);
     if (missing >= 0)
       return dp_fail(dp, COLLX_ERR_INVALID_USAGE,
@@ -196,7 +205,14 @@ COLLX_API collx_status_t collx_dp_zero(collx_dp_t dp) {
     return dp_fail(dp, COLLX_ERR_INVALID_USAGE,
                    "collx_dp_zero: a micro-step is open or a bucket is in flight; call "
                    "collx_dp_finish first");
-  std::fill(dp->buffer, dp->buffer + dp->total, 0.0f);
+  if (!dp->device) {
+    std::fill(dp->buffer, dp->buffer + dp->total, 0.0f);
+    return COLLX_OK;
+  }
+  collx::Status st = device_zero(dp->buffer, dp->total, dp->stream);  // queued on the stream
+  if (st.ok() && dp->device_views.get())
+    st = collx::cuda::memset_async(dp->device_views.get(), 0, dp->total * sizeof(uint16_t), dp->stream);
+  if (!st.ok()) return dp_fail(dp, st.code(), "collx_dp_zero: " + st.message());
   return COLLX_OK;
 }
 

@@ -31,7 +31,14 @@ void set_defaults(collx_zero_config_t* c) {
   c->timeout_ms = 60000;
   c->prefetch_depth = 2;
   c->prefetch_bytes = size_t{64} << 20;
+  c->mem_kind = COLLX_MEM_HOST;
+  c->offload = 0;
+  c->param_dtype = COLLX_FLOAT32;
+  c->grad_dtype = COLLX_FLOAT32;
+  c->stream = nullptr;
 }
+
+bool float_or_half(int32_t dt) { return dt == COLLX_FLOAT32 || dt == COLLX_BFLOAT16 || dt == COLLX_FLOAT16; }
 
 collx_status_t zero_create_fail(collx_status_t st, const std::string& msg) {
   return collx::parallel::create_fail(Handle::kZero, "collx_zero_create", st, msg);
@@ -51,6 +58,14 @@ std::string check_config(const collx_zero_config_t& c) {
   if (c.prefetch_depth < 0 || c.prefetch_depth > kMaxPrefetchDepth)
     return "config->prefetch_depth is " + std::to_string(c.prefetch_depth) + " (0 = no prefetch plan, up to " +
            std::to_string(kMaxPrefetchDepth) + ")";
+  if (c.mem_kind != COLLX_MEM_AUTO && c.mem_kind != COLLX_MEM_HOST && c.mem_kind != COLLX_MEM_CUDA)
+    return "config->mem_kind is " + std::to_string(c.mem_kind) + " (COLLX_MEM_HOST or COLLX_MEM_CUDA)";
+  if (c.offload != 0 && c.offload != 1) return "config->offload must be 0 or 1";
+  if (c.offload && c.mem_kind != COLLX_MEM_CUDA)
+    return "config->offload = 1 is for device buffers (config->mem_kind COLLX_MEM_CUDA); host buffers are "
+           "already on the host";
+  if (!float_or_half(c.param_dtype) || !float_or_half(c.grad_dtype))
+    return "config->param_dtype and grad_dtype must be COLLX_FLOAT32, COLLX_BFLOAT16 or COLLX_FLOAT16";
   if (c.stage == 3 && c.prefetch_depth > 0 && c.prefetch_bytes && c.prefetch_bytes < sizeof(float))
     return "config->prefetch_bytes is " + std::to_string(c.prefetch_bytes) +
            ": too small for one element (0 = no byte budget)";
@@ -109,6 +124,8 @@ collx_status_t create(collx_comm_t comm, collx_layout_t layout, const collx_zero
   config = &cfg;
   std::string why = check_config(*config);
   if (!why.empty()) return zero_create_fail(COLLX_ERR_INVALID_ARG, why);
+  why = zero_device_unsupported(*config);
+  if (!why.empty()) return zero_create_fail(COLLX_ERR_UNSUPPORTED, why);
   int32_t rank = 0, size = 0;
   collx_status_t st = collx_comm_rank(comm, &rank);
   if (st == COLLX_OK) st = collx_comm_size(comm, &size);
@@ -124,20 +141,31 @@ collx_status_t create(collx_comm_t comm, collx_layout_t layout, const collx_zero
   z->config = *config;
   z->plan.stats.state = config->stage == 3 && config->prefetch_depth > 0 ? 1 : 0;  // recording
   plan_segments(z.get());
-  z->master.assign(z->shard_count, 0.0f);
-  z->grad.assign(z->shard_count, 0.0f);
-  if (config->optimizer != COLLX_OPT_NONE) z->exp_avg.assign(z->shard_count, 0.0f);
-  if (config->optimizer == COLLX_OPT_ADAMW) z->exp_avg_sq.assign(z->shard_count, 0.0f);
-  if (config->stage < 3) z->params.assign(layout->total, 0.0f);
+  if (config->mem_kind != COLLX_MEM_CUDA || config->offload) {  // else on the device (zero_device_init)
+    z->master.assign(z->shard_count, 0.0f);
+    z->grad.assign(z->shard_count, 0.0f);
+    if (config->optimizer != COLLX_OPT_NONE) z->exp_avg.assign(z->shard_count, 0.0f);
+    if (config->optimizer == COLLX_OPT_ADAMW) z->exp_avg_sq.assign(z->shard_count, 0.0f);
+  }
+  if (config->mem_kind == COLLX_MEM_CUDA) {
+    st = zero_device_init(z.get());
+    if (st != COLLX_OK) return zero_create_fail(st, z->error.get());
+  } else if (config->stage < 3) {
+    z->params.assign(layout->total, 0.0f);
+  }
   if (config->stage == 2) zero2_init(z.get());
   if (config->stage < 2) {
-    z->grad_buffer.assign(layout->total, 0.0f);
+    if (!z->device) z->grad_buffer.assign(layout->total, 0.0f);
     collx_dp_config_t dc;
     collx_dp_config_init(&dc, sizeof dc);
     dc.mode = config->stage == 0 ? COLLX_DP_ALLREDUCE : COLLX_DP_REDUCE_SCATTER;
     dc.comm_dtype = config->comm_dtype;
     dc.timeout_ms = config->timeout_ms;
-    st = collx_dp_create(comm, layout, &dc, z->grad_buffer.data(), &z->dp);
+    dc.mem_kind = z->device ? COLLX_MEM_CUDA : COLLX_MEM_HOST;
+    dc.grad_dtype = config->grad_dtype;
+    dc.stream = z->stream;
+    void* buffer = z->device ? z->grad_buffer_dev.get() : z->grad_buffer.data();
+    st = collx_dp_create(comm, layout, &dc, buffer, &z->dp);
     if (st != COLLX_OK) return zero_create_fail(st, collx_dp_last_error(nullptr));
   }
   *out = z.release();
@@ -148,15 +176,21 @@ collx_status_t create(collx_comm_t comm, collx_layout_t layout, const collx_zero
 // sum over DP is the norm, as for the sharded stages.
 collx_status_t norm_sq(collx_zero_t z, int32_t tp_rank, int32_t shared, double* out) {
   double s = 0;
+  std::vector<std::pair<size_t, size_t>> ranges;  // device state: summed by a kernel, same order
   for (size_t pos = 0; pos < z->layout->tensors.size() && (z->config.stage || !z->rank); ++pos) {
     const auto& t = z->layout->tensors[pos];
     if (!counts_in_norm(t.flags, tp_rank, shared)) continue;
     size_t own_off = 0, boff = 0, n = 0;
     zero_owned(z, pos, &own_off, &boff, &n);
     if (!n) continue;
+    if (z->device_state) {
+      ranges.emplace_back(zero_shard_offset(z, pos, boff), n);
+      continue;
+    }
     const float* g = z->grad.data() + zero_shard_offset(z, pos, boff);
     for (size_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
   }
+  if (z->device_state) return zero_device_norm(z, ranges, out);
   *out = s;
   return COLLX_OK;
 }
@@ -236,12 +270,25 @@ COLLX_API collx_status_t collx_zero_destroy(collx_zero_t z) {
 }
 
 COLLX_API collx_status_t collx_zero_param_ptr(collx_zero_t z, uint64_t tensor_id, float** param) {
-  return zero_call(z, "collx_zero_param_ptr", [&]() -> collx_status_t {
+  if (z && z->config.param_dtype != COLLX_FLOAT32)
+    return zero_fail(z, COLLX_ERR_INVALID_USAGE,
+                     std::string("collx_zero_param_ptr: the parameters are ") +
+                         collx_datatype_name(static_cast<collx_datatype_t>(z->config.param_dtype)) +
+                         " (config.param_dtype), not float32; use collx_zero_param_view");
+  void* view = nullptr;
+  const collx_status_t st = collx_zero_param_view(z, tensor_id, &view, nullptr);
+  if (st == COLLX_OK && param) *param = static_cast<float*>(view);
+  return st;
+}
+
+COLLX_API collx_status_t collx_zero_param_view(collx_zero_t z, uint64_t tensor_id, void** param, int32_t* dtype) {
+  return zero_call(z, "collx_zero_param_view", [&]() -> collx_status_t {
     size_t pos = 0;
-    collx_status_t st = zero_find(z, tensor_id, "collx_zero_param_ptr", &pos);
+    collx_status_t st = zero_find(z, tensor_id, "collx_zero_param_view", &pos);
     if (st != COLLX_OK || !param) return st != COLLX_OK ? st : COLLX_ERR_INVALID_ARG;
+    if (dtype) *dtype = z->config.param_dtype;
     if (z->config.stage < 3) {
-      *param = z->params.data() + z->layout->tensors[pos].offset;
+      *param = zero_params(z) + z->layout->tensors[pos].offset * zero_param_size(z);
       return COLLX_OK;
     }
     st = zero3_complete_ids(z, {tensor_id});  // plan prefetches behind it go on
@@ -249,7 +296,7 @@ COLLX_API collx_status_t collx_zero_param_ptr(collx_zero_t z, uint64_t tensor_id
     auto it = z->gathered.find(tensor_id);
     if (it == z->gathered.end())
       return zero_fail(z, COLLX_ERR_INVALID_USAGE,
-                       "collx_zero_param_ptr: tensor " + std::to_string(tensor_id) +
+                       "collx_zero_param_view: tensor " + std::to_string(tensor_id) +
                            " is not gathered (stage 3: call collx_zero3_fetch first)");
     *param = it->second.data();
     return COLLX_OK;
@@ -258,8 +305,8 @@ COLLX_API collx_status_t collx_zero_param_ptr(collx_zero_t z, uint64_t tensor_id
 
 COLLX_API collx_status_t collx_zero_shard(collx_zero_t z, float** master, float** grad, size_t* count) {
   if (!z) return COLLX_ERR_INVALID_ARG;
-  if (master) *master = z->master.data();
-  if (grad) *grad = z->grad.data();
+  if (master) *master = zero_master(z);
+  if (grad) *grad = zero_grad_shard(z);
   if (count) *count = z->shard_count;
   return COLLX_OK;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "lib/common/deadline.h"
+#include "lib/cuda/device.h"
 #include "parallel/low_precision.h"
 #include "parallel/zero_internal.h"
 
@@ -18,6 +19,9 @@ namespace {
 constexpr size_t kMaxInFlight = 2;
 
 bool half_wire(collx_zero_t z) { return is_half_type(z->config.comm_dtype); }
+
+// The slot's gradients: device memory (device buffers) or the host vector.
+float* slot_data(collx_zero_s::Slot& s) { return s.dev ? static_cast<float*>(s.dev->get()) : s.data.data(); }
 
 // Sum of the W owned ranges received (rank-major blocks) as a pairwise tree in rank order,
 // in place into block 0: ((b0 + b1) + (b2 + b3)) for W = 4, so a rank at dp W/2 that
@@ -32,12 +36,31 @@ void tree_sum(float* blocks, size_t share, size_t w) {
 }
 
 // The owned range of the slot's finished bucket, averaged, added into the shard; the
-// slot goes back to the pool.
-void accumulate(collx_zero_t z, size_t si) {
+// slot goes back to the pool. Device buffers (offload): the range is copied to the host
+// staging on the stream, added at finish; the slot's next zeroing is queued after the copy.
+collx_status_t accumulate(collx_zero_t z, size_t si) {
   collx_zero_s::Slot& s = z->s2.slots[si];
   const auto& seg = z->segments[s.bucket];
   const size_t from = seg.buffer_offset - z->layout->buckets[s.bucket].start;
-  float* mine = s.data.data() + from;
+  float* mine = slot_data(s) + from;
+  z->s2.slot_of[s.bucket] = -1;
+  z->s2.idle.push_back(si);
+  if (z->device && s.dev_gathered) {  // deterministic: the same tree of adds, then 1/W, on the stream
+    float* blocks = static_cast<float*>(s.dev_gathered->get());
+    const size_t w = static_cast<size_t>(z->size);
+    for (size_t step = 1; step < w; step *= 2)
+      for (size_t i = 0; i + step < w; i += 2 * step) {
+        const Status as = device_add(blocks + i * seg.count, blocks + (i + step) * seg.count, seg.count, z->stream);
+        if (!as.ok()) return zero_fail(z, as.code(), "summing a deterministic bucket: " + as.message());
+      }
+    const Status sc = device_scale(blocks, seg.count, static_cast<float>(1.0 / z->size), z->stream);
+    if (!sc.ok()) return zero_fail(z, sc.code(), "scaling a deterministic bucket: " + sc.message());
+    return zero2_offload_copy(z, blocks, nullptr, seg.shard_offset, seg.count);
+  }
+  if (z->device) {
+    const uint16_t* wire = s.dev_wire ? static_cast<const uint16_t*>(s.dev_wire->get()) + from : nullptr;
+    return zero2_offload_copy(z, mine, wire, seg.shard_offset, seg.count);
+  }
   if (z->config.deterministic && seg.count) {
     tree_sum(s.gathered.data(), seg.count, static_cast<size_t>(z->size));
     std::copy_n(s.gathered.data(), seg.count, mine);
@@ -46,8 +69,7 @@ void accumulate(collx_zero_t z, size_t si) {
     unpack_half(s.wire.data() + from, mine, seg.count, 1.0f, z->config.comm_dtype);
   }
   for (size_t i = 0; i < seg.count; ++i) z->grad[seg.shard_offset + i] += mine[i];
-  z->s2.slot_of[s.bucket] = -1;
-  z->s2.idle.push_back(si);
+  return COLLX_OK;
 }
 
 std::string bucket_name(collx_zero_t z, size_t b) {
@@ -74,8 +96,7 @@ collx_status_t complete_oldest(collx_zero_t z, bool wait, const Deadline& deadli
       return zero_fail(z, st, std::string(fn) + ": " + bucket_name(z, s.bucket) + " failed: " + comm_error(z->comm, st));
   }
   z->s2.flight.pop_front();
-  accumulate(z, si);
-  return COLLX_OK;
+  return accumulate(z, si);
 }
 
 // A zeroed slot for bucket b (its own when it has one already).
@@ -95,7 +116,31 @@ collx_status_t acquire(collx_zero_t z, size_t b, const char* fn) {
   if (s2.idle.empty()) {
     collx_zero_s::Slot slot;
     slot.data = z->counted(ZeroMem::kGrads);
-    slot.data.reserve(s2.slot_elems);
+    if (z->device) {
+      slot.dev.reset(new DeviceMem());
+      const Status ds = slot.dev->allocate_zeroed(s2.slot_elems * sizeof(float), z->stream);
+      if (!ds.ok()) return zero_fail(z, ds.code(), std::string(fn) + ": allocating a device slot: " + ds.message());
+      z->mem.add(ZeroMem::kGrads, s2.slot_elems * sizeof(float));
+      if (is_half_type(z->config.grad_dtype)) {
+        slot.dev_views.reset(new DeviceMem());
+        const Status vs = slot.dev_views->allocate_zeroed(s2.slot_elems * sizeof(uint16_t), z->stream);
+        if (!vs.ok()) return zero_fail(z, vs.code(), std::string(fn) + ": allocating a device slot: " + vs.message());
+        z->mem.add(ZeroMem::kGrads, s2.slot_elems * sizeof(uint16_t));
+      }
+      if (z->config.deterministic) {
+        slot.dev_gathered.reset(new DeviceMem());
+        const Status gs = slot.dev_gathered->allocate_zeroed(s2.slot_elems * sizeof(float), z->stream);
+        if (!gs.ok()) return zero_fail(z, gs.code(), std::string(fn) + ": allocating a device slot: " + gs.message());
+        z->mem.add(ZeroMem::kGrads, s2.slot_elems * sizeof(float));
+      } else if (half_wire(z)) {
+        slot.dev_wire.reset(new DeviceMem());
+        const Status ws = slot.dev_wire->allocate_zeroed(s2.slot_elems * sizeof(uint16_t), z->stream);
+        if (!ws.ok()) return zero_fail(z, ws.code(), std::string(fn) + ": allocating a device slot: " + ws.message());
+        z->mem.add(ZeroMem::kComm, s2.slot_elems * sizeof(uint16_t));
+      }
+    } else {
+      slot.data.reserve(s2.slot_elems);
+    }
     if (z->config.deterministic) {
       slot.gathered = z->counted(ZeroMem::kGrads);
       slot.gathered.reserve(s2.slot_elems);
@@ -110,8 +155,15 @@ collx_status_t acquire(collx_zero_t z, size_t b, const char* fn) {
   s2.idle.pop_back();
   collx_zero_s::Slot& s = s2.slots[si];
   s.bucket = b;
-  s.data.assign(z->layout->buckets[b].padded, 0.0f);
   s2.slot_of[b] = static_cast<long>(si);
+  if (!s.dev) {
+    s.data.assign(z->layout->buckets[b].padded, 0.0f);
+    return COLLX_OK;
+  }
+  Status zs = s.dev_views ? cuda::memset_async(s.dev_views->get(), 0, z->layout->buckets[b].padded * sizeof(uint16_t),
+                                               z->stream)
+                          : device_zero(slot_data(s), z->layout->buckets[b].padded, z->stream);
+  if (!zs.ok()) return zero_fail(z, zs.code(), std::string(fn) + ": zeroing a device slot: " + zs.message());
   return COLLX_OK;
 }
 
@@ -125,14 +177,41 @@ collx_status_t launch_next(collx_zero_t z, const char* fn) {
   if (st != COLLX_OK) return st;
   const size_t si = static_cast<size_t>(z->s2.slot_of[b]);
   collx_zero_s::Slot& s = z->s2.slots[si];
-  const size_t padded = s.data.size(), share = padded / static_cast<size_t>(z->size);
+  const size_t padded = z->layout->buckets[b].padded, share = padded / static_cast<size_t>(z->size);
   if (!padded) {
     z->s2.flight.push_back(si);
     z->s2.next_bucket++;
     return COLLX_OK;
   }
   const auto dt = static_cast<collx_datatype_t>(z->config.comm_dtype);
-  if (z->config.deterministic) {
+  if (s.dev) {
+    // Queued after the gradients on the stream; the collective is ordered after the scale.
+    float* data = slot_data(s);
+    const float inv_w = static_cast<float>(1.0 / z->size);
+    char* wire = reinterpret_cast<char*>(data);
+    Status sc;
+    if (s.dev_views) {  // 16-bit views: widened (exactly) into the float32 slot first
+      sc = cuda::cast_scale(data, COLLX_FLOAT32, s.dev_views->get(), static_cast<collx_datatype_t>(z->config.grad_dtype),
+                            padded, 1.0f, z->stream);
+      if (!sc.ok()) return zero_fail(z, sc.code(), std::string(fn) + ": widening " + bucket_name(z, b) + ": " + sc.message());
+    }
+    const collx_opts_t opts = device_opts(z->stream);
+    if (s.dev_gathered) {  // deterministic: owned ranges exchanged, summed by the owner later
+      st = collx_ialltoall(data, s.dev_gathered->get(), share, COLLX_FLOAT32, z->comm, &opts, &s.request);
+    } else {
+      if (s.dev_wire) {  // rounded as pack_half rounds: the pre-scaled float32, to nearest even
+        wire = static_cast<char*>(s.dev_wire->get());
+        sc = cuda::cast_scale(wire, dt, data, COLLX_FLOAT32, padded, inv_w, z->stream);
+      } else {
+        sc = device_scale(data, padded, inv_w, z->stream);
+      }
+      if (!sc.ok())
+        return zero_fail(z, sc.code(), std::string(fn) + ": scaling " + bucket_name(z, b) + ": " + sc.message());
+      const size_t es = s.dev_wire ? sizeof(uint16_t) : sizeof(float);
+      st = collx_ireduce_scatter(wire, wire + static_cast<size_t>(z->rank) * share * es, share, dt, COLLX_SUM, z->comm,
+                                 &opts, &s.request);
+    }
+  } else if (z->config.deterministic) {
     s.gathered.resize(padded);
     st = collx_ialltoall(s.data.data(), s.gathered.data(), share, COLLX_FLOAT32, z->comm, nullptr, &s.request);
   } else if (half_wire(z)) {
@@ -202,7 +281,7 @@ void zero2_init(collx_zero_t z) {
   reset_step(z);
 }
 
-collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, float** grad) {
+collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, void** grad) {
   size_t pos = 0;
   collx_status_t st = zero_find(z, id, "collx_zero_grad_ptr", &pos);
   if (st != COLLX_OK) return st;
@@ -216,7 +295,11 @@ collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, float** grad) {
   st = acquire(z, t.bucket, "collx_zero_grad_ptr");
   if (st != COLLX_OK) return st;
   collx_zero_s::Slot& s = z->s2.slots[static_cast<size_t>(z->s2.slot_of[t.bucket])];
-  *grad = s.data.data() + (t.offset - z->layout->buckets[t.bucket].start);
+  const size_t at = t.offset - z->layout->buckets[t.bucket].start;
+  if (s.dev_views)
+    *grad = static_cast<uint16_t*>(s.dev_views->get()) + at;
+  else
+    *grad = slot_data(s) + at;
   return COLLX_OK;
 }
 
@@ -242,6 +325,7 @@ collx_status_t zero2_finish(collx_zero_t z, int64_t timeout_ms) {
   while (st == COLLX_OK && s2.next_bucket < s2.pending.size()) st = launch_next(z, fn);
   const Deadline deadline = Deadline::after_ms(timeout_ms < 0 ? z->config.timeout_ms : timeout_ms);
   while (st == COLLX_OK && !s2.flight.empty()) st = complete_oldest(z, true, deadline, fn);
+  if (st == COLLX_OK && z->device && !z->device_state) st = zero_offload_add(z, fn);
   if (st != COLLX_OK) return st;
   st = agree_on_marks(z);
   reset_step(z);

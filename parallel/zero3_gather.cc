@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "lib/common/deadline.h"
+#include "lib/cuda/device.h"
+#include "parallel/low_precision.h"
 #include "parallel/zero_internal.h"
 
 namespace collx {
@@ -41,20 +43,54 @@ std::vector<uint64_t> missing(collx_zero_t z, const std::vector<uint64_t>& v, si
   return out;
 }
 
+// Device buffers: each tensor's W chunks (a column of the rank-major blocks) copied into its
+// own device allocation with one strided copy on the stream.
+collx_status_t unpack_device(collx_zero_t z, const collx_zero_s::Gather& g) {
+  const size_t block = g.elems, es = zero_param_size(z);
+  size_t off = 0;
+  for (uint64_t id : g.ids) {
+    const size_t pos = z->layout->index.at(id);
+    const size_t chunk = zero_chunk(z, pos), padded = z->layout->tensors[pos].padded;
+    collx_zero_s::Gathered full;
+    full.dev.reset(new DeviceMem());
+    full.elems = padded;
+    Status st = full.dev->allocate_zeroed(padded * es, z->stream);
+    if (st.ok() && chunk)
+      st = cuda::copy2d_async(full.dev->get(), chunk * es, static_cast<const char*>(g.drecv->get()) + off * es,
+                              block * es, chunk * es, static_cast<size_t>(z->size), cuda::CopyKind::kDeviceToDevice,
+                              z->stream);
+    if (!st.ok()) return zero_fail(z, st.code(), "collx_zero3: unpacking a gather: " + st.message());
+    z->mem.add(ZeroMem::kParams, padded * es);
+    z->gathered[id] = std::move(full);
+    off += chunk;
+  }
+  return COLLX_OK;
+}
+
 // Rebuilds each tensor of a finished gather from its W chunks.
-void unpack(collx_zero_t z, const collx_zero_s::Gather& g) {
+collx_status_t unpack(collx_zero_t z, const collx_zero_s::Gather& g) {
+  if (g.drecv) return unpack_device(z, g);
   const size_t block = g.send.size();
   size_t off = 0;
   for (uint64_t id : g.ids) {
     const size_t pos = z->layout->index.at(id);
     const size_t chunk = zero_chunk(z, pos);
-    collx_zero_s::Floats full = z->counted(ZeroMem::kParams);
-    full.resize(z->layout->tensors[pos].padded);
+    collx_zero_s::Gathered full;
+    full.host = z->counted(ZeroMem::kParams);
+    full.host.resize(z->layout->tensors[pos].padded);
     for (size_t r = 0; r < static_cast<size_t>(z->size); ++r)
-      std::copy_n(g.recv.data() + r * block + off, chunk, full.data() + r * chunk);
+      std::copy_n(g.recv.data() + r * block + off, chunk, full.host.data() + r * chunk);
     z->gathered[id] = std::move(full);
     off += chunk;
   }
+  return COLLX_OK;
+}
+
+// Drops the oldest gather (device buffers: their bytes leave the account; freeing them waits
+// for the stream).
+void retire_front(collx_zero_t z) {
+  z->mem.sub(ZeroMem::kComm, z->in_flight.front().device_bytes);
+  z->in_flight.erase(z->in_flight.begin());
 }
 
 // Waits for the oldest gather in flight and unpacks it.
@@ -65,8 +101,14 @@ collx_status_t complete_front(collx_zero_t z, const Deadline& deadline) {
     return zero_fail(z, COLLX_ERR_TIMEOUT, "collx_zero3: a gather of " + std::to_string(g.ids.size()) +
                                                " tensors did not finish within the deadline");
   collx_request_free(g.request);
-  if (st == COLLX_OK) unpack(z, g);
-  z->in_flight.erase(z->in_flight.begin());
+  if (st == COLLX_OK) {
+    st = unpack(z, g);
+    if (st != COLLX_OK) {
+      retire_front(z);
+      return st;
+    }
+  }
+  retire_front(z);
   if (st != COLLX_OK) return zero_fail(z, st, "collx_zero3: gather failed: " + comm_error(z->comm, st));
   return COLLX_OK;
 }
@@ -127,6 +169,7 @@ collx_status_t zero3_launch(collx_zero_t z, std::vector<uint64_t> ids, size_t el
   g.send = z->counted(ZeroMem::kComm);
   g.recv = z->counted(ZeroMem::kComm);
   g.ids = std::move(ids);
+  if (z->device) return zero3_launch_device(z, std::move(g), elems);
   for (uint64_t id : g.ids) {
     const size_t pos = z->layout->index.at(id);
     const float* chunk = z->master.data() + z->segments[z->tensor_segment[pos]].shard_offset;
@@ -142,11 +185,54 @@ collx_status_t zero3_launch(collx_zero_t z, std::vector<uint64_t> ids, size_t el
   return COLLX_OK;
 }
 
+collx_status_t zero3_launch_device(collx_zero_t z, collx_zero_s::Gather g, size_t elems) {
+  for (uint64_t id : g.ids) g.elems += zero_chunk(z, z->layout->index.at(id));
+  // 16-bit parameters travel and stay gathered in param_dtype, rounded from the master.
+  const size_t es = zero_param_size(z);
+  const auto pdt = static_cast<collx_datatype_t>(z->config.param_dtype);
+  g.dsend.reset(new DeviceMem());
+  g.drecv.reset(new DeviceMem());
+  Status ds = g.dsend->allocate_zeroed(g.elems * es, z->stream);
+  if (ds.ok()) ds = g.drecv->allocate_zeroed(g.elems * static_cast<size_t>(z->size) * es, z->stream);
+  if (ds.ok() && !z->device_state) {  // offload: the chunks go up through pinned memory
+    g.up.reset(new PinnedMem());
+    ds = g.up->allocate(g.elems * es, z->stream);
+  }
+  size_t off = 0;
+  for (size_t i = 0; ds.ok() && i < g.ids.size(); ++i) {
+    const size_t pos = z->layout->index.at(g.ids[i]), chunk = zero_chunk(z, pos);
+    const float* src = zero_master(z) + z->segments[z->tensor_segment[pos]].shard_offset;
+    char* dst = static_cast<char*>(g.dsend->get()) + off * es;
+    if (chunk && z->device_state) {
+      ds = cuda::cast_scale(dst, pdt, src, COLLX_FLOAT32, chunk, 1.0f, z->stream);
+    } else if (chunk) {
+      char* up = reinterpret_cast<char*>(g.up->floats()) + off * es;
+      if (es == sizeof(float))
+        std::copy_n(src, chunk, reinterpret_cast<float*>(up));
+      else
+        pack_half(src, reinterpret_cast<uint16_t*>(up), chunk, 1.0f, pdt);
+      ds = cuda::copy_async(dst, up, chunk * es, cuda::CopyKind::kHostToDevice, z->stream);
+    }
+    off += chunk;
+  }
+  if (!ds.ok()) return zero_fail(z, ds.code(), "collx_zero3: preparing a gather: " + ds.message());
+  const collx_opts_t opts = device_opts(z->stream);
+  collx_status_t st = collx_iallgather(g.dsend->get(), g.drecv->get(), g.elems, pdt, z->comm, &opts, &g.request);
+  if (st != COLLX_OK) return zero_fail(z, st, "collx_zero3: gather failed: " + comm_error(z->comm, st));
+  g.device_bytes = g.elems * es * (static_cast<size_t>(z->size) + (g.up ? 2 : 1));  // send, receive, upload
+  z->mem.add(ZeroMem::kComm, g.device_bytes);
+  z->live += elems;
+  z->peak = std::max(z->peak, z->live);
+  z->in_flight.push_back(std::move(g));
+  return COLLX_OK;
+}
+
 void zero3_drop(collx_zero_t z, uint64_t id) {
   auto it = z->gathered.find(id);
   if (it == z->gathered.end()) return;
   z->live -= it->second.size();
   if (z->plan.speculative.erase(id)) z->plan.speculative_elems -= it->second.size();
+  if (it->second.dev) z->mem.sub(ZeroMem::kParams, it->second.elems * zero_param_size(z));
   z->gathered.erase(it);
 }
 

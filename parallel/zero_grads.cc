@@ -30,13 +30,18 @@ collx_status_t finish_grads(collx_zero_t z, int64_t timeout_ms) {
   if (!reduce) return COLLX_OK;
   float* buf = nullptr;
   collx_dp_buffer(z->dp, &buf, nullptr);
+  if (z->device) {
+    st = z->device_state ? zero_device_add_grads(z, buf) : zero_offload_grads(z, buf);
+    return st != COLLX_OK ? st : from_dp(z, collx_dp_zero(z->dp));
+  }
   for (const auto& seg : z->segments)
     for (size_t i = 0; i < seg.count; ++i) z->grad[seg.shard_offset + i] += buf[seg.buffer_offset + i];
   return from_dp(z, collx_dp_zero(z->dp));
 }
 
 // Pre-divided by W (DeepSpeed's __avg_scatter_grads), padded per tensor, one reduce-scatter.
-collx_status_t reduce_grad(collx_zero_t z, uint64_t id, const float* full) {
+collx_status_t reduce_grad(collx_zero_t z, uint64_t id, const void* full_grad) {
+  const float* full = static_cast<const float*>(full_grad);  // host buffers: float32
   size_t pos = 0;
   collx_status_t st = zero_find(z, id, "collx_zero3_reduce_grad", &pos);
   if (st != COLLX_OK) return st;
@@ -44,6 +49,7 @@ collx_status_t reduce_grad(collx_zero_t z, uint64_t id, const float* full) {
   if (!full && t.numel) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero3_reduce_grad: full_grad is NULL");
   const size_t chunk = zero_chunk(z, pos);
   if (!chunk) return COLLX_OK;
+  if (z->device) return zero3_device_reduce_grad(z, pos, full);
   collx_zero_s::Floats tmp = z->counted(ZeroMem::kGrads);
   tmp.assign(t.padded, 0.0f);
   const float inv_w = 1.0f / static_cast<float>(z->size);
@@ -66,10 +72,25 @@ using namespace collx::parallel;
 extern "C" {
 
 COLLX_API collx_status_t collx_zero_grad_ptr(collx_zero_t z, uint64_t tensor_id, float** grad) {
-  return zero_call(z, "collx_zero_grad_ptr", [&] {
-    collx_status_t st = need_stage(z, false, "collx_zero_grad_ptr");
+  if (z && z->config.grad_dtype != COLLX_FLOAT32)
+    return zero_fail(z, COLLX_ERR_INVALID_USAGE,
+                     std::string("collx_zero_grad_ptr: the gradient views are ") +
+                         collx_datatype_name(static_cast<collx_datatype_t>(z->config.grad_dtype)) +
+                         " (config.grad_dtype), not float32; use collx_zero_grad_view");
+  void* view = nullptr;
+  const collx_status_t st = collx_zero_grad_view(z, tensor_id, &view, nullptr);
+  if (st == COLLX_OK && grad) *grad = static_cast<float*>(view);
+  return st;
+}
+
+COLLX_API collx_status_t collx_zero_grad_view(collx_zero_t z, uint64_t tensor_id, void** grad, int32_t* dtype) {
+  return zero_call(z, "collx_zero_grad_view", [&] {
+    collx_status_t st = need_stage(z, false, "collx_zero_grad_view");
     if (st != COLLX_OK) return st;
-    return z->config.stage == 2 ? zero2_grad_ptr(z, tensor_id, grad) : from_dp(z, collx_dp_grad_ptr(z->dp, tensor_id, grad));
+    if (!grad) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_grad_view: grad is NULL");
+    if (dtype) *dtype = z->config.grad_dtype;
+    return z->config.stage == 2 ? zero2_grad_ptr(z, tensor_id, grad)
+                                : from_dp(z, collx_dp_grad_view(z->dp, tensor_id, grad, nullptr));
   });
 }
 
@@ -98,6 +119,15 @@ COLLX_API collx_status_t collx_zero_finish_grads(collx_zero_t z, int64_t timeout
 }
 
 COLLX_API collx_status_t collx_zero3_reduce_grad(collx_zero_t z, uint64_t tensor_id, const float* full_grad) {
+  if (z && z->config.grad_dtype != COLLX_FLOAT32)
+    return zero_fail(z, COLLX_ERR_INVALID_USAGE,
+                     std::string("collx_zero3_reduce_grad: the gradients are ") +
+                         collx_datatype_name(static_cast<collx_datatype_t>(z->config.grad_dtype)) +
+                         " (config.grad_dtype), not float32; use collx_zero3_reduce_grad_view");
+  return collx_zero3_reduce_grad_view(z, tensor_id, full_grad);
+}
+
+COLLX_API collx_status_t collx_zero3_reduce_grad_view(collx_zero_t z, uint64_t tensor_id, const void* full_grad) {
   return zero_call(z, "collx_zero3_reduce_grad", [&] {
     collx_status_t st = need_stage(z, true, "collx_zero3_reduce_grad");
     return st != COLLX_OK ? st : reduce_grad(z, tensor_id, full_grad);

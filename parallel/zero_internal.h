@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/device_mem.h"
 #include "parallel/dp_internal.h"
 #include "parallel/zero_memory.h"
 
@@ -32,6 +33,20 @@ struct collx_zero_s {
     Floats send;
     Floats recv;
     collx_request_t request = nullptr;
+    // Device buffers: send and receive on the device (send filled from the master on the
+    // stream; offload: through `up`, pinned). Freed after the stream drained.
+    std::unique_ptr<collx::parallel::DeviceMem> dsend, drecv;
+    std::unique_ptr<collx::parallel::PinnedMem> up;
+    size_t elems = 0;         // chunk elements of this rank (send size)
+    size_t device_bytes = 0;  // booked under comm while in flight
+  };
+  // A gathered stage-3 tensor (padded): host vector, or device memory with device buffers.
+  struct Gathered {
+    Floats host;
+    std::unique_ptr<collx::parallel::DeviceMem> dev;
+    size_t elems = 0;
+    float* data() { return dev ? static_cast<float*>(dev->get()) : host.data(); }
+    size_t size() const { return dev ? elems : host.size(); }
   };
   collx_comm_t comm = nullptr;
   int32_t rank = 0;
@@ -53,6 +68,20 @@ struct collx_zero_s {
   Floats grad_buffer = counted(Mem::kGrads);
   collx_dp_t dp = nullptr;
   bool boundary = true;
+  // Device buffers (zero_device.cc; config.mem_kind COLLX_MEM_CUDA): the parameter view and
+  // the bucketed gradient buffer live on the device, every device operation is ordered on
+  // `stream`; with offload the shards above stay on the host and `staging` (pinned) carries the
+  // reduced owned ranges down and the updated shard up.
+  bool device = false;
+  void* stream = nullptr;
+  collx::parallel::DeviceMem params_dev;
+  collx::parallel::DeviceMem grad_buffer_dev;
+  collx::parallel::PinnedMem staging;  // shard_count floats (offload)
+  // Device buffers without offload: the master shard, gradient shard and moments on the
+  // device (the host vectors above stay empty), stepped by lib/cuda's optimizer kernels.
+  bool device_state = false;
+  collx::parallel::DeviceMem master_dev, grad_dev, exp_avg_dev, exp_avg_sq_dev;
+  Floats mirror = counted(Mem::kComm);  // checkpoint calls: a host copy of one state kind
   // Stage 2 (zero2_grads.cc): each bucket gets a slot from a pool while it is filled and
   // reduced; the owned range is then added into `grad` and the slot reused.
   struct Slot {
@@ -61,6 +90,11 @@ struct collx_zero_s {
     collx::parallel::CountedVec<uint16_t> wire;     // 16-bit wire copy
     Floats gathered;                                // deterministic: every rank's owned range
     collx_request_t request = nullptr;
+    // Device buffers: the slot on the device instead of `data` (zeroed on the stream).
+    std::unique_ptr<collx::parallel::DeviceMem> dev;
+    std::unique_ptr<collx::parallel::DeviceMem> dev_wire;   // 16-bit comm_dtype
+    std::unique_ptr<collx::parallel::DeviceMem> dev_views;  // 16-bit grad_dtype: the views
+    std::unique_ptr<collx::parallel::DeviceMem> dev_gathered;  // deterministic: W owned ranges
   };
   struct Stage2 {
     std::vector<size_t> pending;  // per bucket: tensors not marked in this micro-step
@@ -74,7 +108,7 @@ struct collx_zero_s {
     size_t slot_elems = 0;        // the largest padded bucket
   } s2;
   // Stage 3.
-  std::map<uint64_t, Floats> gathered;  // id -> padded full tensor
+  std::map<uint64_t, Gathered> gathered;  // id -> padded full tensor
   std::vector<Gather> in_flight;
   size_t live = 0;
   size_t peak = 0;
@@ -112,6 +146,8 @@ collx_status_t zero3_complete_ids(collx_zero_t z, const std::vector<uint64_t>& i
 bool zero3_in_flight(collx_zero_t z, uint64_t id);
 // Launches one all-gather of the sorted, not yet gathered `ids` (elems: their padded sum).
 collx_status_t zero3_launch(collx_zero_t z, std::vector<uint64_t> ids, size_t elems);
+// The same on device buffers (send filled on the stream from the master shard).
+collx_status_t zero3_launch_device(collx_zero_t z, collx_zero_s::Gather g, size_t elems);
 // True when gathering `elems` more would pass max_live_elems.
 bool zero3_over_limit(collx_zero_t z, size_t elems);
 // Stage-3 gather of the sorted ids outside the plan (publish's persistent tensors).
@@ -119,10 +155,60 @@ collx_status_t zero3_fetch_unplanned(collx_zero_t z, const uint64_t* ids, size_t
 // Drops a gathered full copy and its live elements.
 void zero3_drop(collx_zero_t z, uint64_t id);
 
+// Device buffers (zero_device.cc). What a valid config cannot do on device buffers yet
+// (COLLX_ERR_UNSUPPORTED), else "".
+std::string zero_device_unsupported(const collx_zero_config_t& c);
+// Allocates the device parameter view and gradient buffer (zeroed on the stream).
+collx_status_t zero_device_init(collx_zero_t z);
+// The full parameter view (stages 0-2): device or host memory, elements of
+// zero_param_size(z) bytes (config.param_dtype).
+char* zero_params(collx_zero_t z);
+size_t zero_param_size(collx_zero_t z);
+// Device state: collx_zero_load (initial weights or master pieces): the owned part into the
+// device master shard and the whole range into the parameter view; waits for the copies.
+collx_status_t zero_device_load_master(collx_zero_t z, uint64_t id, size_t toff, size_t count, const float* values,
+                                       const char* fn);
+// Stage 3 on device buffers: the device full gradient of tensor `pos` pre-divided,
+// reduce-scattered on the stream and added into the gradient shard.
+collx_status_t zero3_device_reduce_grad(collx_zero_t z, size_t pos, const void* full);
+// Device state and checkpoints: the device shard of a state kind (NULL when not kept or no
+// such kind); the shard downloaded into z->mirror (waits); `count` mirror elements from
+// shard_offset uploaded back (waits).
+float* zero_device_state(collx_zero_t z, int32_t kind);
+collx_status_t zero_device_download(collx_zero_t z, int32_t kind, const char* fn, collx_zero_s::Floats** out);
+collx_status_t zero_device_upload(collx_zero_t z, int32_t kind, size_t shard_offset, size_t count, const char* fn);
+// Shard pointers (device memory when device_state).
+float* zero_master(collx_zero_t z);
+float* zero_grad_shard(collx_zero_t z);
+// Device state: the optimizer step on the device (zero_step.cc's formulas, lib/cuda kernels).
+collx_status_t zero_device_step(collx_zero_t z, float grad_scale);
+// Device state: the sum of squares of `count` shard gradients from shard_offset, added to
+// the device double `acc` (zero it first); the caller reads it after waiting.
+collx_status_t zero_device_norm(collx_zero_t z, const std::vector<std::pair<size_t, size_t>>& ranges, double* out);
+// Device state (stages 0, 1): adds the reduced owned ranges of `buffer` into the device
+// gradient shard, on the stream.
+collx_status_t zero_device_add_grads(collx_zero_t z, const float* buffer);
+// Offload: copies the reduced owned ranges of the device gradient buffer to the host
+// (waiting for the stream) and adds them into the gradient shard.
+collx_status_t zero_offload_grads(collx_zero_t z, const float* buffer);
+// Offload: queues the copy of the master shard into the owned ranges of the device
+// parameter view (through `staging`, so the host may change the master at once).
+collx_status_t zero_device_publish_copy(collx_zero_t z);
+// Stage 2 offload: queues the copy of the finished slot's owned range (reduced, averaged)
+// into `staging` at its shard offset; zero_offload_add adds the whole staging into the
+// gradient shard once the stream is waited for (finish_grads).
+// `wire`: the owned range on a 16-bit wire (widened into `owned` first), or NULL.
+collx_status_t zero2_offload_copy(collx_zero_t z, float* owned, const uint16_t* wire, size_t shard_offset,
+                                  size_t count);
+collx_status_t zero_offload_add(collx_zero_t z, const char* fn);
+// Writes count host floats into the device parameter view at element `offset` (rounded to
+// param_dtype) and waits for the copy (the caller's values may go when the call returns).
+collx_status_t zero_device_load_params(collx_zero_t z, size_t offset, const float* values, size_t count);
+
 // Stage 2 (zero2_grads.cc): sizes the per-bucket state; the gradient view of a tensor in
 // its bucket's slot; marks; end of the micro-step; waits for what is in flight (destroy).
 void zero2_init(collx_zero_t z);
-collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, float** grad);
+collx_status_t zero2_grad_ptr(collx_zero_t z, uint64_t id, void** grad);
 collx_status_t zero2_mark(collx_zero_t z, uint64_t id);
 collx_status_t zero2_finish(collx_zero_t z, int64_t timeout_ms);
 void zero2_drain(collx_zero_t z);

@@ -19,7 +19,9 @@ const char* kind_name(int32_t kind) {
 }
 
 // The shard of `kind`, or an INVALID_ARG naming it when the optimizer keeps none.
+// Device-resident state: the whole shard of `kind` copied into z->mirror (host), waited for.
 collx_status_t state_of(collx_zero_t z, int32_t kind, const char* fn, collx_zero_s::Floats** out) {
+  if (z->device_state) return zero_device_download(z, kind, fn, out);
   collx_zero_s::Floats* v = nullptr;
   if (kind == COLLX_ZERO_MASTER) v = &z->master;
   if (kind == COLLX_ZERO_EXP_AVG) v = &z->exp_avg;
@@ -36,6 +38,7 @@ collx_status_t state_of(collx_zero_t z, int32_t kind, const char* fn, collx_zero
 
 collx_status_t load_state(collx_zero_t z, int32_t kind, uint64_t id, size_t toff, size_t count,
                           const float* values, const char* fn) {
+  if (z->device_state && kind == COLLX_ZERO_MASTER) return zero_device_load_master(z, id, toff, count, values, fn);
   collx_zero_s::Floats* state = nullptr;
   collx_status_t st = state_of(z, kind, fn, &state);
   size_t pos = 0;
@@ -51,6 +54,9 @@ collx_status_t load_state(collx_zero_t z, int32_t kind, uint64_t id, size_t toff
   zero_owned(z, pos, &own_off, &boff, &n);
   const size_t lo = std::max(own_off, toff), hi = std::min(own_off + n, toff + count);
   for (size_t i = lo; i < hi; ++i) (*state)[zero_shard_offset(z, pos, boff + (i - own_off))] = values[i - toff];
+  if (z->device_state && lo < hi)  // the written range goes back up (contiguous in the shard)
+    return zero_device_upload(z, kind, zero_shard_offset(z, pos, boff + (lo - own_off)), hi - lo, fn);
+  if (kind == COLLX_ZERO_MASTER && z->device) return zero_device_load_params(z, t.offset + toff, values, count);
   if (kind == COLLX_ZERO_MASTER && !z->params.empty())
     std::copy(values, values + count, z->params.begin() + static_cast<long>(t.offset + toff));
   return COLLX_OK;
@@ -141,6 +147,13 @@ COLLX_API collx_status_t collx_zero_full_state(collx_zero_t z, int32_t kind, uin
 COLLX_API collx_status_t collx_zero_state_shard(collx_zero_t z, int32_t kind, float** data, size_t* count) {
   return zero_call(z, "collx_zero_state_shard", [&] {
     collx_zero_s::Floats* state = nullptr;
+    if (z->device_state) {  // the device shard itself (a device pointer)
+      float* dev = zero_device_state(z, kind);
+      if (!dev) return state_of(z, kind, "collx_zero_state_shard", &state);  // names what is wrong
+      if (data) *data = dev;
+      if (count) *count = z->shard_count;
+      return COLLX_OK;
+    }
     collx_status_t st = state_of(z, kind, "collx_zero_state_shard", &state);
     if (st != COLLX_OK) return st;
     if (data) *data = state->data();

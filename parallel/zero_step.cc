@@ -50,6 +50,7 @@ collx_status_t step(collx_zero_t z, double grad_scale) {
     return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_step: grad_scale is not finite (an overflow: skip the step)");
   z->steps++;
   const float gs = static_cast<float>(grad_scale);
+  if (z->device_state) return zero_device_step(z, gs);  // queued on the stream
   if (z->config.optimizer == COLLX_OPT_SGD)
     sgd(z, gs);
   else
@@ -62,15 +63,23 @@ collx_status_t step(collx_zero_t z, double grad_scale) {
 // per bucket (launched together, waited together). Stage 0: the copy only.
 collx_status_t publish_flat(collx_zero_t z) {
   std::vector<collx_request_t> reqs;
-  collx_status_t st = COLLX_OK;
+  collx_status_t st = z->device ? zero_device_publish_copy(z) : COLLX_OK;
+  if (st != COLLX_OK) return st;
+  collx_opts_t opts;
+  collx_opts_init(&opts, sizeof opts);
+  opts.mem_kind = z->device ? COLLX_MEM_CUDA : COLLX_MEM_HOST;
+  opts.stream = z->stream;
+  char* params = zero_params(z);
+  const size_t es = zero_param_size(z);
+  const auto dt = static_cast<collx_datatype_t>(z->config.param_dtype);
   for (size_t b = 0; b < z->segments.size() && st == COLLX_OK; ++b) {
     const auto& seg = z->segments[b];
     if (!seg.count) continue;
-    std::copy_n(z->master.data() + seg.shard_offset, seg.count, z->params.data() + seg.buffer_offset);
+    if (!z->device) std::copy_n(z->master.data() + seg.shard_offset, seg.count, z->params.data() + seg.buffer_offset);
     if (z->config.stage == 0) continue;  // every rank holds the whole model
     collx_request_t r = nullptr;
-    st = collx_iallgather(z->params.data() + seg.buffer_offset, z->params.data() + z->layout->buckets[b].start,
-                          seg.count, COLLX_FLOAT32, z->comm, nullptr, &r);
+    st = collx_iallgather(params + seg.buffer_offset * es, params + z->layout->buckets[b].start * es, seg.count, dt,
+                          z->comm, &opts, &r);
     if (st == COLLX_OK) reqs.push_back(r);
   }
   for (collx_request_t r : reqs) {

@@ -57,7 +57,8 @@ typedef struct collx_dp_config {
                           rounded into a staging buffer after the pre-divide, reduced in
                           that type, and written back into the float32 buffer before finish
                           returns (accumulation across micro-steps stays float32). Rounding
-                          and write-back run on the reducer's own thread. */
+                          and write-back run on the reducer's own thread (host buffers) or
+                          as kernels queued on config.stream (device buffers). */
   int32_t allow_unused; /* 1 = tensors never marked by finish count as unused (their view
                            is reduced as it is). 0 = finish fails on every rank, naming the
                            first rank and tensor never marked. Default 0. */
@@ -67,6 +68,26 @@ typedef struct collx_dp_config {
                           reports it. Default 1. */
   int64_t timeout_ms;  /* deadline of collx_dp_finish when its argument is < 0; default
                           60000 */
+  /* Device buffers (fields added later: a caller compiled without them gets the defaults,
+   * host buffers). */
+  int32_t mem_kind;    /* collx_mem_kind_t of the gradient buffer: COLLX_MEM_HOST (default),
+                          COLLX_MEM_CUDA (an owned buffer is allocated on the current device;
+                          a borrowed one must be device memory), or COLLX_MEM_AUTO (detected
+                          from grad_buffer; host when the reducer owns it). COLLX_MEM_CUDA
+                          needs a CUDA build with a usable device (or the emulated test
+                          device): else COLLX_ERR_UNSUPPORTED naming why. */
+  int32_t grad_dtype;  /* collx_datatype_t of the gradient views the engine writes:
+                          COLLX_FLOAT32 (default), or COLLX_BFLOAT16 / COLLX_FLOAT16 on device
+                          buffers (host: COLLX_ERR_UNSUPPORTED): the views are then a separate
+                          16-bit buffer (collx_dp_grad_view); when a bucket is launched (or
+                          at a no_sync finish) its views are added into the float32 buffer
+                          and zeroed, on the stream, so accumulation and the reduced result
+                          (collx_dp_buffer) stay float32. */
+  void* stream;        /* device buffers: the caller's cudaStream_t (NULL = the legacy default
+                          stream). Zeroing, scaling and every bucket collective are ordered on
+                          it: gradients written by work queued on it before a mark are what
+                          the bucket reduces, and work queued on it after collx_dp_finish sees
+                          the reduced result. Ignored for host buffers. */
 } collx_dp_config_t;
 
 /* Fill *config with the defaults above and config->size = size. Local; thread-safe. */
@@ -89,10 +110,26 @@ COLLX_API collx_status_t collx_dp_create(collx_comm_t dp_comm, collx_layout_t la
  * reducer and its owned buffers. NULL is ignored. */
 COLLX_API collx_status_t collx_dp_destroy(collx_dp_t dp);
 
-/* The float32 view of tensor `tensor_id`'s gradient (numel elements at its layout offset)
+/* Device buffers (mem_kind COLLX_MEM_CUDA): the views and the buffer are device pointers;
+ * host code must not touch them. Everything the reducer does to the buffer runs on the
+ * device, ordered on config.stream: collx_dp_zero queues a memset; the pre-scale of a bucket
+ * is a kernel queued when the bucket is launched (on the marking thread, which never waits
+ * for the device), followed by the bucket's collective on the stream; collx_dp_finish waits
+ * for the collectives as on host buffers (the staged and IPC routes return once their last
+ * copy is queued on the stream; NCCL once the operation is queued), queues the post-scale
+ * kernels and returns WITHOUT waiting for the stream: read the views with work queued on
+ * config.stream (or after synchronizing it). A 16-bit comm_dtype rounds each bucket into a
+ * device wire buffer (one 16-bit copy of the whole buffer) and widens the result back, both
+ * kernels on the stream; no helper thread is started.
+ *
+ * The float32 view of tensor `tensor_id`'s gradient (numel elements at its layout offset)
  * and the whole buffer. Pointers stay valid for the reducer's life. The engine may write
  * a view until it marks the tensor ready, and read it after collx_dp_finish. Local. */
 COLLX_API collx_status_t collx_dp_grad_ptr(collx_dp_t dp, uint64_t tensor_id, float** grad);
+/* The view whatever config.grad_dtype is: *grad points at numel elements of *dtype (dtype may
+ * be NULL). collx_dp_grad_ptr is for float32 views only (COLLX_ERR_INVALID_USAGE naming this
+ * call otherwise). With 16-bit views, read the reduced float32 result from collx_dp_buffer. */
+COLLX_API collx_status_t collx_dp_grad_view(collx_dp_t dp, uint64_t tensor_id, void** grad, int32_t* dtype);
 COLLX_API collx_status_t collx_dp_buffer(collx_dp_t dp, float** buffer, size_t* count);
 
 /* 0 = no_sync: the next micro-steps only accumulate (marks are still checked, nothing is

@@ -68,6 +68,38 @@ typedef struct collx_zero_config {
    * reduces bit-identically (exact resume across dp sizes; W a power of two). Costs one
    * more bucket of memory per slot in flight. 0 (default) = collx_ireduce_scatter. */
   int32_t deterministic;
+  /* Device buffers (fields added later: a caller compiled without them gets the defaults,
+   * host buffers; docs/parallel-zero.md "Device buffers"). */
+  int32_t mem_kind;    /* COLLX_MEM_HOST (default) or COLLX_MEM_CUDA, every stage: the full
+                          parameter view and the gradient buffer (stages 0, 1), the bucket
+                          slots (stage 2) or the gathered tensors (stage 3) are device memory
+                          on the current device (collx_zero_param_ptr / _grad_ptr return
+                          device pointers; collx_zero3_reduce_grad takes one). Needs a CUDA
+                          build with a usable device (or the emulated test device): else
+                          COLLX_ERR_UNSUPPORTED naming why. With offload = 0 the master
+                          shard, gradient shard and optimizer state are device memory too
+                          (collx_zero_shard and collx_zero_state_shard return device
+                          pointers; the step runs device kernels; the checkpoint calls go
+                          through a host copy of the shard and wait for the stream).
+                          docs/parallel-zero.md "Device buffers". */
+  int32_t offload;     /* 1 = ZeRO-Offload (device buffers only): the float32 master shard,
+                          the gradient shard and the optimizer state stay in host memory and
+                          collx_zero_step runs the host optimizer; finish_grads copies the
+                          reduced gradient shard device -> host and waits for the stream
+                          (stage 3: collx_zero3_reduce_grad does), publish copies the updated shard
+                          host -> device before the device all-gather. Default 0. */
+  int32_t param_dtype; /* collx_datatype_t of the parameter view: COLLX_FLOAT32 (default),
+                          or COLLX_BFLOAT16 / COLLX_FLOAT16 with device buffers: the master
+                          stays float32, publish (stage 3: each gather) rounds it to nearest
+                          even and all-gathers the 16-bit parameters; read the view with
+                          collx_zero_param_view. Host buffers: COLLX_ERR_UNSUPPORTED. */
+  int32_t grad_dtype;  /* collx_datatype_t of the gradient views: COLLX_FLOAT32 (default),
+                          or COLLX_BFLOAT16 / COLLX_FLOAT16 with device buffers
+                          (collx_zero_grad_view, collx_zero3_reduce_grad_view; accumulation
+                          stays float32: the views are widened into float32 when their bucket
+                          is launched). Host buffers: COLLX_ERR_UNSUPPORTED. */
+  void* stream;        /* device buffers: the caller's cudaStream_t (NULL = the legacy default
+                          stream); every device operation of the handle is ordered on it. */
 } collx_zero_config_t;
 
 /* One owned piece of one tensor, padding excluded: elements [tensor_offset,
@@ -102,6 +134,10 @@ COLLX_API collx_status_t collx_zero_load(collx_zero_t z, uint64_t tensor_id, siz
  * after publish. Stage 3: valid from collx_zero3_fetch until collx_zero3_release;
  * otherwise COLLX_ERR_INVALID_USAGE naming the tensor. Local. */
 COLLX_API collx_status_t collx_zero_param_ptr(collx_zero_t z, uint64_t tensor_id, float** param);
+/* The same view whatever config.param_dtype is: *param points at numel elements of *dtype
+ * (dtype may be NULL). collx_zero_param_ptr is for float32 parameters only
+ * (COLLX_ERR_INVALID_USAGE naming this call otherwise). Device buffers: a device pointer. */
+COLLX_API collx_status_t collx_zero_param_view(collx_zero_t z, uint64_t tensor_id, void** param, int32_t* dtype);
 
 /* This rank's shard: master parameters and reduced gradients (float32, count elements
  * each, padding included and kept at zero). For COLLX_OPT_NONE the engine updates master
@@ -124,6 +160,9 @@ COLLX_API collx_status_t collx_zero_pieces(collx_zero_t z, collx_zero_piece_t* p
  * COLLX_ERR_TIMEOUT at the deadline (grad_ptr: no view, call again; mark_ready: the mark
  * counts, the bucket is launched by the next mark or collx_zero_finish_grads). */
 COLLX_API collx_status_t collx_zero_grad_ptr(collx_zero_t z, uint64_t tensor_id, float** grad);
+/* The same view whatever config.grad_dtype is (*dtype; may be NULL); collx_zero_grad_ptr is
+ * for float32 views only (COLLX_ERR_INVALID_USAGE naming this call otherwise). */
+COLLX_API collx_status_t collx_zero_grad_view(collx_zero_t z, uint64_t tensor_id, void** grad, int32_t* dtype);
 COLLX_API collx_status_t collx_zero_mark_ready(collx_zero_t z, uint64_t tensor_id);
 /* 1 = the current micro-step is the last of the accumulation window. Stage 1 reduces
  * only then; stages 2 and 3 reduce every micro-step. Default 1. Local. */
@@ -138,6 +177,9 @@ COLLX_API collx_status_t collx_zero_finish_grads(collx_zero_t z, int64_t timeout
  * this rank's averaged chunk into the gradient shard. Blocking; collective. */
 COLLX_API collx_status_t collx_zero3_reduce_grad(collx_zero_t z, uint64_t tensor_id,
                                                  const float* full_grad);
+/* The same for any config.grad_dtype: full_grad holds numel elements of it (device memory
+ * with device buffers). collx_zero3_reduce_grad is for float32 gradients only. */
+COLLX_API collx_status_t collx_zero3_reduce_grad_view(collx_zero_t z, uint64_t tensor_id, const void* full_grad);
 /* Stage 3 gather on demand. The ids are sorted internally, so every rank issues the same
  * gathers whatever order it lists them in (the ranks must list the same set).
  * prefetch: launch one coalesced all-gather for the ids not gathered yet, unless that

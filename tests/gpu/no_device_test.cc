@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "collx/parallel.h"
 #include "lib/cuda/device.h"
+#include "parallel/parallel_test_util.h"
 #include "tests/support/thread_ranks.h"
 #include "transports/nccl/nccl_comm.h"
 
@@ -46,6 +48,32 @@ TEST(NoDevice, ExplicitCudaPointToPointIsRefusedBeforeAnythingMoves) {
     const std::string message = collx_last_error(comm);
     EXPECT_NE(message.find("CUDA"), std::string::npos) << message;
   });
+}
+
+// The parallel layer's device variants (issue 14) refuse at create, naming why.
+TEST(NoDevice, ParallelDeviceBuffersAreRefusedAtCreate) {
+  ThreadRanks world(1, 30000, COLLX_TRANSPORT_TCP);
+  ASSERT_TRUE(world.ok()) << world.error();
+  collx_layout_t l = make_layout(1, {5, 7}, 8);
+  collx_dp_config_t dc;
+  collx_dp_config_init(&dc, sizeof dc);
+  dc.mem_kind = COLLX_MEM_CUDA;
+  collx_dp_t dp = nullptr;
+  EXPECT_EQ(COLLX_ERR_UNSUPPORTED, collx_dp_create(world.comm(0), l, &dc, nullptr, &dp));
+  EXPECT_NE(std::string(collx_dp_last_error(nullptr)).find("config->mem_kind is COLLX_MEM_CUDA but"),
+            std::string::npos)
+      << collx_dp_last_error(nullptr);
+  collx_zero_config_t zc;
+  collx_zero_config_init(&zc, sizeof zc);
+  zc.stage = 1;
+  zc.mem_kind = COLLX_MEM_CUDA;
+  zc.offload = 1;
+  collx_zero_t z = nullptr;
+  EXPECT_EQ(COLLX_ERR_UNSUPPORTED, collx_zero_create(world.comm(0), l, &zc, &z));
+  EXPECT_NE(std::string(collx_zero_last_error(nullptr)).find("config->mem_kind is COLLX_MEM_CUDA but"),
+            std::string::npos)
+      << collx_zero_last_error(nullptr);
+  collx_layout_destroy(l);
 }
 
 TEST(NoDevice, LayersReportInsteadOfCrashing) {

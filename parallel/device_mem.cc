@@ -1,0 +1,89 @@
+// Device memory and float32 element operations of the parallel layer (device_mem.h), on the
+// lib/cuda device layer: the native CUDA backend or the emulated test device alike.
+#include "parallel/device_mem.h"
+
+#include "lib/common/deadline.h"
+#include "lib/cuda/device.h"
+
+namespace collx {
+namespace parallel {
+
+namespace {
+// How long freeing device memory waits for the stream that may still use it.
+constexpr int64_t kFreeWaitMs = 60000;
+}  // namespace
+
+std::string device_unavailable() {
+  if (!cuda::built_with_cuda())
+    return "this collx was built without CUDA (and the emulated test device is off)";
+  std::string why;
+  if (cuda::device_count(&why) == 0) return "no CUDA device is usable: " + why;
+  return "";
+}
+
+int32_t resolve_mem_kind(int32_t mem_kind, const void* buffer) {
+  switch (mem_kind) {
+    case COLLX_MEM_HOST:
+    case COLLX_MEM_CUDA: return mem_kind;
+    case COLLX_MEM_AUTO:
+      return buffer && cuda::pointer_kind(buffer) == COLLX_MEM_CUDA ? COLLX_MEM_CUDA : COLLX_MEM_HOST;
+    default: return -1;
+  }
+}
+
+DeviceMem::~DeviceMem() {
+  if (!ptr_) return;
+  // Kernels or copies queued on the stream may still use the memory.
+  cuda::stream_wait(stream_, Deadline::after_ms(kFreeWaitMs), nullptr, "freeing a parallel-layer device buffer")
+      .ignore();
+  cuda::device_free(ptr_);
+}
+
+Status DeviceMem::allocate_zeroed(size_t bytes, void* stream) {
+  stream_ = stream;
+  if (bytes == 0) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(cuda::device_alloc(bytes, &ptr_));
+  return cuda::memset_async(ptr_, 0, bytes, stream);
+}
+
+PinnedMem::~PinnedMem() {
+  if (!ptr_) return;
+  cuda::stream_wait(stream_, Deadline::after_ms(kFreeWaitMs), nullptr, "freeing a parallel-layer pinned buffer")
+      .ignore();
+  cuda::host_free_pinned(ptr_);
+}
+
+Status PinnedMem::allocate(size_t bytes, void* stream) {
+  stream_ = stream;
+  if (bytes == 0) return Status::Ok();
+  return cuda::host_alloc_pinned(bytes, &ptr_);
+}
+
+collx_opts_t device_opts(void* stream) {
+  collx_opts_t opts;
+  collx_opts_init(&opts, sizeof opts);
+  opts.mem_kind = COLLX_MEM_CUDA;
+  opts.stream = stream;
+  return opts;
+}
+
+Status device_scale(float* p, size_t n, float scale, void* stream) {
+  if (scale == 1.0f || n == 0) return Status::Ok();
+  void* out[1] = {p};
+  const void* in[1] = {p};
+  // One input of PREMUL_SUM: p[i] * float(scale), exactly the host loop's product.
+  return cuda::cuda_reduce_n(out, 1, in, 1, n, COLLX_FLOAT32, COLLX_PREMUL_SUM, scale, 1, stream);
+}
+
+Status device_add(float* dst, const float* src, size_t n, void* stream) {
+  if (n == 0) return Status::Ok();
+  return cuda::cuda_reduce(dst, dst, src, n, COLLX_FLOAT32, COLLX_SUM, stream);
+}
+
+Status device_zero(float* p, size_t n, void* stream) {
+  if (n == 0) return Status::Ok();
+  return cuda::memset_async(p, 0, n * sizeof(float), stream);
+}
+
+}  // namespace parallel
+}  // namespace collx
