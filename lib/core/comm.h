@@ -197,6 +197,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void destroy_hierarchy();
   // CUDA device buffers: NCCL, CUDA IPC or staging (lib/core/comm_device.cc).
   Status dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
+  // A nonblocking collective on device buffers whose route can only be staging: its copies,
+  // a host function and a stream-side wait are queued on the caller's stream at once, the
+  // host part runs on the executor when the stream reaches it (comm_device_async.cc).
+  bool stream_ordered(const CollCall& call) const;
+  Status enqueue_stream_ordered(const CollCall& call, const transport::OpDesc& desc,
+                                const std::shared_ptr<RequestImpl>& request);
   // Its staged route for the v-collectives (layout planned by staging_plan.h).
   Status stage_v(DeviceState& d, const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
   // NCCL set-up (collective); COLLX_ERR_UNSUPPORTED from NCCL marks it refused, logged.
@@ -284,6 +290,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   bool nccl_batch_open_ = false;
   std::vector<nccl::CollOp> nccl_batch_;
   P2pStagingPool p2p_staging_;           // point-to-point on device buffers (comm_p2p_device.h)
+  P2pStagingPool async_staging_;         // stream-ordered nonblocking collectives (comm_device_async.cc)
   std::shared_ptr<Hierarchy> hierarchy_;  // lib/core/comm_hierarchy.cc; null: one host
 
   mutable std::mutex state_mutex_;

@@ -171,6 +171,16 @@ Status Communicator::stage_v(DeviceState& d, const CollCall& call, const transpo
   return cuda::event_record(d.staging_event, call.stream);
 }
 
+bool Communicator::stream_ordered(const CollCall& call) const {
+  if (!device_buffers(call)) return false;
+  // Only where no rank can take another route: NCCL and CUDA IPC order their own work, and
+  // their fallbacks to staging are decided by the executor at run time.
+  const bool nccl_may = (settings_.transports & COLLX_TRANSPORT_NCCL) && nccl_delegates(call.coll);
+  const bool ipc_may =
+      local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && cuda_ipc::supports(call.coll, size_);
+  return !nccl_may && !ipc_may;
+}
+
 Status Communicator::capture_check(const CollCall& call) const {
   // The legacy default stream (NULL) cannot be captured; host buffers never reach a stream.
   if (!call.stream || call.count == 0 || !device_buffers(call)) return Status::Ok();

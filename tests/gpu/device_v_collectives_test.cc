@@ -202,8 +202,10 @@ TEST_P(DeviceVCollectives, MatchHostResultsWithGapsEmptyBlocksAndInPlace) {
   for (const DeviceRoute& route : {kStagedRoute, kIpcRoute}) {
     ThreadRanks world(size, 60000, route.transports);
     ASSERT_TRUE(world.ok()) << route.name << ": " << world.error();
-    std::vector<void*> streams(static_cast<size_t>(size), nullptr);  // rank 0: the legacy default stream
-    for (int r = 1; r < size; ++r) ASSERT_TRUE(cuda::stream_create(&streams[static_cast<size_t>(r)]).ok());
+    // Created streams: a nonblocking call waits on its stream for the other ranks, which must
+    // not be queued behind it (threads of one process share the legacy default stream).
+    std::vector<void*> streams(static_cast<size_t>(size), nullptr);
+    for (void*& s : streams) ASSERT_TRUE(cuda::stream_create(&s).ok());
     unsigned variant = 0;
     for (collx_coll_t coll : colls) {
       for (collx_datatype_t dt : {COLLX_INT32, COLLX_FLOAT16, COLLX_FLOAT64}) {
