@@ -197,12 +197,16 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void destroy_hierarchy();
   // CUDA device buffers: NCCL, CUDA IPC or staging (lib/core/comm_device.cc).
   Status dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
-  // A nonblocking collective on device buffers whose route can only be staging: its copies,
-  // a host function and a stream-side wait are queued on the caller's stream at once, the
-  // host part runs on the executor when the stream reaches it (comm_device_async.cc).
-  bool stream_ordered(const CollCall& call) const;
+  // A nonblocking collective on device buffers that NCCL cannot take is ordered on the
+  // caller's stream at once: a host function and a stream-side wait are queued there, the
+  // rest runs on the executor when the stream reaches it (comm_device_async.cc). *gated:
+  // CUDA IPC may take it, so the executor runs the whole device route on collx's side stream
+  // meanwhile; else the staging copies are queued on the caller's stream too.
+  bool stream_ordered(const CollCall& call, bool* gated) const;
+  // The executor's own stream on `device` (created on first use, destroyed with the state).
+  Status side_stream(int device, void** stream);
   Status enqueue_stream_ordered(const CollCall& call, const transport::OpDesc& desc,
-                                const std::shared_ptr<RequestImpl>& request);
+                                const std::shared_ptr<RequestImpl>& request, bool gated);
   // Its staged route for the v-collectives (layout planned by staging_plan.h).
   Status stage_v(DeviceState& d, const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
   // NCCL set-up (collective); COLLX_ERR_UNSUPPORTED from NCCL marks it refused, logged.

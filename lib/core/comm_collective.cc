@@ -141,8 +141,9 @@ Status Communicator::submit(const CollCall& call, std::shared_ptr<RequestImpl>* 
   flight_.post(desc, -1);  // flight recorder
   auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/false);
   // Device buffers on the staged route: queued on the caller's stream now (comm_device_async.cc).
-  COLLX_RETURN_IF_ERROR(stream_ordered(call) ? enqueue_stream_ordered(call, desc, request)
-                                             : enqueue(call, desc, request));
+  bool gated = false;
+  COLLX_RETURN_IF_ERROR(stream_ordered(call, &gated) ? enqueue_stream_ordered(call, desc, request, gated)
+                                                     : enqueue(call, desc, request));
   *out = std::move(request);
   return Status::Ok();
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -37,6 +38,7 @@ class DeviceState {
       cuda::event_destroy(staging_event);
     }
     cuda::host_free_pinned(pinned);
+    for (auto& s : side_streams) cuda::stream_destroy(s.second);  // runs what is queued first
   }
 
   // Pinned staging of at least `bytes`, free of earlier copies.
@@ -65,6 +67,7 @@ class DeviceState {
   std::unique_ptr<nccl::Comm> nccl;
   bool nccl_refused = false;      // NCCL set-up said no on every rank: never tried again
   cuda_ipc::Peers ipc;
+  std::map<int, void*> side_streams;  // device -> the executor's stream (Communicator::side_stream)
 };
 
 Status device_check(const CollCall& call, CollCall* checked) {
@@ -171,14 +174,22 @@ Status Communicator::stage_v(DeviceState& d, const CollCall& call, const transpo
   return cuda::event_record(d.staging_event, call.stream);
 }
 
-bool Communicator::stream_ordered(const CollCall& call) const {
+bool Communicator::stream_ordered(const CollCall& call, bool* gated) const {
   if (!device_buffers(call)) return false;
-  // Only where no rank can take another route: NCCL and CUDA IPC order their own work, and
-  // their fallbacks to staging are decided by the executor at run time.
-  const bool nccl_may = (settings_.transports & COLLX_TRANSPORT_NCCL) && nccl_delegates(call.coll);
-  const bool ipc_may =
+  // NCCL orders its own work on the stream (and may be set up by the executor meanwhile).
+  if ((settings_.transports & COLLX_TRANSPORT_NCCL) && nccl_delegates(call.coll)) return false;
+  // CUDA IPC, or the staging it falls back to at run time, is decided by the executor.
+  *gated =
       local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && cuda_ipc::supports(call.coll, size_);
-  return !nccl_may && !ipc_may;
+  return true;
+}
+
+Status Communicator::side_stream(int device, void** stream) {
+  if (!device_) device_ = std::make_shared<DeviceState>(rank_, size_);
+  void*& s = device_->side_streams[device];
+  if (!s) COLLX_RETURN_IF_ERROR(cuda::stream_create(&s));
+  *stream = s;
+  return Status::Ok();
 }
 
 Status Communicator::capture_check(const CollCall& call) const {

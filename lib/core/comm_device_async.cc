@@ -1,9 +1,11 @@
-// Nonblocking collectives on device buffers over the staged route, ordered on the caller's
+// Nonblocking collectives on device buffers that NCCL does not take, ordered on the caller's
 // stream without the host waiting for it (docs/cuda.md, "What blocks the host"). The calling
 // thread queues, on the stream, after the work already there:
-//   copies of the input to pinned staging -> a host function that raises the "input" flag
-//   -> a stream-side wait for the "result" flag -> copies of the result back -> an event
-// and returns. The host function only stores a flag (it must not block nor communicate);
+//   [copies of the input to pinned staging] -> a host function that raises the "input" flag
+//   -> a stream-side wait for the "result" flag -> [copies of the result back] -> an event
+// and returns. The copies are there when the route can only be staging; where CUDA IPC may
+// take the call ("gated"), the executor runs the whole device route (IPC, or staging when it
+// falls back) on its own side stream once the input flag is up, and waits for that stream. The host function only stores a flag (it must not block nor communicate);
 // the executor's task waits for that flag (by the call's deadline, or an abort), runs the
 // host algorithm on the staging, and raises the "result" flag whatever happened, so the
 // stream always drains: a failure is reported by the request, never a hang. The staging
@@ -62,15 +64,15 @@ Status queue_on_stream(const StagingPlan& plan, char* pinned, void* event, void*
 }  // namespace
 
 Status Communicator::enqueue_stream_ordered(const CollCall& call, const transport::OpDesc& desc,
-                                            const std::shared_ptr<RequestImpl>& request) {
+                                            const std::shared_ptr<RequestImpl>& request, bool gated) {
   // The sequence number is spent: from here a failure leaves the ranks out of step.
   Status st = [&]() -> Status {
     int device = 0;
     COLLX_RETURN_IF_ERROR(buffer_device(call.recvbuf ? call.recvbuf : call.sendbuf, &device));
     DeviceScope scope;
     COLLX_RETURN_IF_ERROR(scope.enter(device));
-    StagingPlan plan;
-    COLLX_RETURN_IF_ERROR(plan_staging(call, rank_, size_, &plan));
+    StagingPlan plan;  // gated: nothing to stage here (the executor's route does)
+    if (!gated) COLLX_RETURN_IF_ERROR(plan_staging(call, rank_, size_, &plan));
     auto buffer = std::make_shared<P2pStagingPool::Buffer>();
     COLLX_RETURN_IF_ERROR(async_staging_.acquire(kFlagsBytes + plan.bytes, buffer.get()));
     char* const pinned = buffer->pinned;
@@ -85,11 +87,13 @@ Status Communicator::enqueue_stream_ordered(const CollCall& call, const transpor
       async_staging_.release(*buffer);
       return queued;
     }
-    CollCall host = call;
-    host.mem_kind = COLLX_MEM_HOST;
-    host.stream = nullptr;
-    host.sendbuf = plan.send_at == StagingPlan::kNone ? nullptr : pinned + kFlagsBytes + plan.send_at;
-    host.recvbuf = plan.recv_at == StagingPlan::kNone ? nullptr : pinned + kFlagsBytes + plan.recv_at;
+    CollCall host = call;  // gated: the device call itself, moved to the side stream below
+    if (!gated) {
+      host.mem_kind = COLLX_MEM_HOST;
+      host.stream = nullptr;
+      host.sendbuf = plan.send_at == StagingPlan::kNone ? nullptr : pinned + kFlagsBytes + plan.send_at;
+      host.recvbuf = plan.recv_at == StagingPlan::kNone ? nullptr : pinned + kFlagsBytes + plan.recv_at;
+    }
     auto finished = std::make_shared<std::atomic<bool>>(false);
     auto done = [this, buffer, request, finished](const Status& result) {
       if (finished->exchange(true)) return;  // the task threw after finishing: once only
@@ -99,8 +103,14 @@ Status Communicator::enqueue_stream_ordered(const CollCall& call, const transpor
     };
     try {
       executor_.submit(
-          [this, host, desc, done, timeout_ms = call.timeout_ms, pinned] {
-            Status ready = wait_input(input_flag(pinned), deadline_for(timeout_ms), &aborted_);
+          [this, host, desc, done, timeout_ms = call.timeout_ms, pinned, gated, device]() mutable {
+            const Deadline deadline = deadline_for(timeout_ms);
+            Status ready = wait_input(input_flag(pinned), deadline, &aborted_);
+            if (ready.ok() && gated) {
+              DeviceScope on_device;
+              ready = on_device.enter(device);
+              if (ready.ok()) ready = side_stream(device, &host.stream);
+            }
             if (!ready.ok()) {
               // Peers may already wait for this rank: the communicator cannot stay in step.
               ready = ready.with_context(context_of(desc));
@@ -108,7 +118,14 @@ Status Communicator::enqueue_stream_ordered(const CollCall& call, const transpor
               done(ready);
               return;
             }
-            done(execute(host, desc));
+            Status st = execute(host, desc);
+            if (st.ok() && gated) {
+              // The caller's stream waits for the result flag: the route's work on the side
+              // stream must have ended before it is raised.
+              st = cuda::stream_wait(host.stream, deadline, &aborted_, "the collective's work on collx's side stream");
+              if (!st.ok()) fail(st.with_context(context_of(desc)));
+            }
+            done(st);
           },
           [this, done](const Status& status) {
             done(status);

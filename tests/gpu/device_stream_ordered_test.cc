@@ -1,5 +1,5 @@
-// Nonblocking collectives on device buffers over the staged route are ordered on the caller's
-// stream without the host waiting for it (lib/core/comm_device_async.cc): the call returns
+// Nonblocking collectives on device buffers over the staged and CUDA IPC routes are ordered on
+// the caller's stream without the host waiting for it (lib/core/comm_device_async.cc): the call returns
 // while the stream's earlier work has not ended (seen by an event recorded before the call
 // that is not done yet, not by time), work queued after it on the stream sees the result, and
 // a rank whose stream never reaches the call gets a timeout, its peers an error, and every
@@ -56,8 +56,10 @@ struct HeldCall {
 };
 
 TEST(StreamOrderedNonblocking, ReturnsBeforeEarlierStreamWorkEndsAndLaterWorkSeesTheResult) {
+  // Staged: copies queued on the stream; CUDA IPC: the route runs on collx's side stream.
+  for (const DeviceRoute& route : {kStagedRoute, kIpcRoute})
   for (int size : {2, 3}) {
-    ThreadRanks world(size, 60000, kStagedRoute.transports);
+    ThreadRanks world(size, 60000, route.transports);
     ASSERT_TRUE(world.ok()) << world.error();
     const size_t count = 1031;
     world.run([&](int rank, collx_comm_t comm) {
@@ -86,7 +88,7 @@ TEST(StreamOrderedNonblocking, ReturnsBeforeEarlierStreamWorkEndsAndLaterWorkSee
       }
       const auto got = later.read(0, bytes);
       ASSERT_EQ(got.size(), bytes);
-      EXPECT_EQ(std::memcmp(got.data(), want.data(), bytes), 0) << "rank " << rank << ", size " << size;
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), bytes), 0) << route.name << ", rank " << rank << ", size " << size;
     });
     if (::testing::Test::HasFailure()) return;
   }
