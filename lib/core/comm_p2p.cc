@@ -50,7 +50,7 @@ Status Communicator::post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>
     int device = -1;
     st = buffer_device(call.coll == COLLX_COLL_SEND ? sendbuf : recvbuf, &device);
     if (st.ok() && nccl_p2p_) {
-      // Over NCCL (comm_device.cc): enqueued on the stream, the request is complete as posted.
+      // Over NCCL (comm_p2p_nccl.cc): enqueued on the stream, the request is complete as posted.
       st = post_p2p_nccl(call);
       on_nccl = true;
     } else if (st.ok()) {  // staged through pinned memory (comm_p2p_device.h)
