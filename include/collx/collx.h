@@ -455,8 +455,9 @@ COLLX_API collx_status_t collx_allgatherv(const void* sendbuf, size_t sendcount,
 /* v-collectives (docs/collectives-v.md). Counts and displacements are size_t arrays of one
  * entry per rank, in elements, read during the call only (the nonblocking forms copy them).
  * A NULL displacement array packs the blocks in rank order (displs[r] = counts[0] + ... +
- * counts[r-1]). Blocks a rank receives must not overlap one another. CUDA device buffers:
- * COLLX_ERR_UNSUPPORTED. */
+ * counts[r-1]). Blocks a rank receives must not overlap one another. CUDA device buffers are
+ * staged through pinned host memory (docs/cuda.md); device bytes between a rank's received
+ * blocks are left as they were. */
 
 /* MPI_Alltoallv: block j of sendbuf (sendcounts[j] elements at sdispls[j]) goes to rank j,
  * which stores it at rdispls[rank] of its recvbuf (recvcounts[rank] elements). Rank r's

@@ -120,7 +120,10 @@ enum class SettingType { kInt, kSize, kString, kBool, kSecret };
   X(TEST_DEVICE_COUNT, kInt, "1", "Tests only: number of emulated devices (COLLX_TEST_DEVICE=emulated).") \
   X(TEST_DEVICE_DELAY_US, kInt, "0",                                                               \
     "Tests only: each operation queued on an emulated stream first sleeps a random time in "      \
-    "[0, this many] microseconds, so a missing synchronization fails instead of passing by luck.")
+    "[0, this many] microseconds, so a missing synchronization fails instead of passing by luck.") \
+  X(TEST_DEVICE_PEER_ACCESS, kInt, "1",                                                            \
+    "Tests only: 1 = emulated devices can access one another's memory (cudaDeviceCanAccessPeer), " \
+    "0 = no two can, so CUDA IPC between ranks on different devices falls back to staging.")
 
 enum class SettingId {
 #define COLLX_SETTING_ID_(id, type, def, meaning) id,

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -22,6 +23,7 @@
 #include "lib/core/selection.h"
 #include "lib/core/tune_file.h"
 #include "lib/core/store_bootstrap.h"
+#include "transports/nccl/nccl_comm.h"  // device point-to-point over NCCL
 #include "transports/transport.h"
 
 namespace collx {
@@ -206,6 +208,33 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void destroy_hierarchy();
   // CUDA device buffers: NCCL, CUDA IPC or staging (lib/core/comm_device.cc).
   Status dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
+  // A nonblocking collective on device buffers that NCCL cannot take is ordered on the
+  // caller's stream at once: a host function and a stream-side wait are queued there, the
+  // rest runs on the executor when the stream reaches it (comm_device_async.cc). *gated:
+  // CUDA IPC may take it, so the executor runs the whole device route on collx's side stream
+  // meanwhile; else the staging copies are queued on the caller's stream too.
+  bool stream_ordered(const CollCall& call, bool* gated) const;
+  // The executor's own stream on `device` (created on first use, destroyed with the state).
+  Status side_stream(int device, void** stream);
+  Status enqueue_stream_ordered(const CollCall& call, const transport::OpDesc& desc,
+                                const std::shared_ptr<RequestImpl>& request, bool gated);
+  // Its staged route for the v-collectives (layout planned by staging_plan.h).
+  Status stage_v(DeviceState& d, const CollCall& call, const transport::OpDesc& desc, Deadline deadline);
+  // NCCL set-up (collective); COLLX_ERR_UNSUPPORTED from NCCL marks it refused, logged.
+  Status setup_nccl(DeviceState& d, int device, Deadline deadline);
+  // End of init(): a communicator bound to a device (config->device) with nccl allowed sets
+  // NCCL up now, so its point-to-point route is fixed before the first call (comm_device.cc).
+  Status setup_bound_device_route(Deadline deadline);
+  // The device holding `buf`, which must be the bound one (config->device) when there is one.
+  Status buffer_device(const void* buf, int* device) const;
+  // Point-to-point on device buffers over NCCL (nccl_p2p_ set): enqueued on the call's stream,
+  // or kept for the open batch (begin/end_nccl_p2p_batch) of the calling thread.
+  Status post_p2p_nccl(const CollCall& call);
+  // A group's point-to-point calls on this thread are kept from begin to end and enqueued as
+  // one NCCL group by end (nothing when the communicator's p2p does not use NCCL; dropped
+  // when !enqueue: the group failed before all were posted).
+  void begin_nccl_p2p_batch();
+  Status end_nccl_p2p_batch(Deadline deadline, bool enqueue);
   // Refuses a device collective on a stream capturing a CUDA graph unless it can take the
   // NCCL route; called before the call's sequence number is spent, so the communicator stays
   // usable (comm_device.cc).
@@ -268,7 +297,16 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   FlightRecorder flight_;  // last operations, dumped on a timeout (declared before the executor, whose tasks use it)
   Executor executor_;
   std::shared_ptr<DeviceState> device_;  // lib/core/comm_device.cc; made by the first device call
+  // Device point-to-point goes over NCCL: set by setup_bound_device_route() during init only,
+  // never changed after (so every rank's route is known before the first call).
+  nccl::Comm* nccl_p2p_ = nullptr;
+  // Group p2p (comm_group.cc): NCCL operations kept until the batch ends, one NCCL group.
+  std::mutex nccl_batch_mu_;
+  std::thread::id nccl_batch_owner_;
+  bool nccl_batch_open_ = false;
+  std::vector<nccl::CollOp> nccl_batch_;
   P2pStagingPool p2p_staging_;           // point-to-point on device buffers (comm_p2p_device.h)
+  P2pStagingPool async_staging_;         // stream-ordered nonblocking collectives (comm_device_async.cc)
   std::shared_ptr<Hierarchy> hierarchy_;  // lib/core/comm_hierarchy.cc; null: one host
 
   mutable std::mutex state_mutex_;

@@ -125,7 +125,10 @@ Status Communicator::submit(const CollCall& call, std::shared_ptr<RequestImpl>* 
   desc.seq = ++coll_seq_;
   flight_.post(desc, -1);  // flight recorder
   auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/false);
-  COLLX_RETURN_IF_ERROR(enqueue(call, desc, request));
+  // Device buffers on the staged route: queued on the caller's stream now (comm_device_async.cc).
+  bool gated = false;
+  COLLX_RETURN_IF_ERROR(stream_ordered(call, &gated) ? enqueue_stream_ordered(call, desc, request, gated)
+                                                     : enqueue(call, desc, request));
   *out = std::move(request);
   return Status::Ok();
 }

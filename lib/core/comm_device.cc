@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
 #include "lib/common/log.h"
+#include "lib/core/staging_plan.h"
 #include "lib/core/names.h"
 #include "lib/core/store_bootstrap.h"
 #include "lib/cuda/device.h"
@@ -36,6 +38,7 @@ class DeviceState {
       cuda::event_destroy(staging_event);
     }
     cuda::host_free_pinned(pinned);
+    for (auto& s : side_streams) cuda::stream_destroy(s.second);  // runs what is queued first
   }
 
   // Pinned staging of at least `bytes`, free of earlier copies.
@@ -64,21 +67,15 @@ class DeviceState {
   std::unique_ptr<nccl::Comm> nccl;
   bool nccl_refused = false;      // NCCL set-up said no on every rank: never tried again
   cuda_ipc::Peers ipc;
+  std::map<int, void*> side_streams;  // device -> the executor's stream (Communicator::side_stream)
 };
 
 Status device_check(const CollCall& call) {
   if (call.mem_kind < COLLX_MEM_AUTO || call.mem_kind > COLLX_MEM_CUDA) {
     return make_status(COLLX_ERR_INVALID_ARG, "%s: unknown mem_kind %d in opts", coll_name(call.coll), call.mem_kind);
   }
-  // Buffers stated as host memory are not probed: each probe without a CUDA driver is a
-  // failed dlopen search, milliseconds per call on a loaded machine.
-  const bool probe = call.mem_kind == COLLX_MEM_AUTO;
-  if (coll_is_v(call.coll) &&
-      (call.mem_kind == COLLX_MEM_CUDA || (probe && cuda::pointer_kind(call.recvbuf) == COLLX_MEM_CUDA) ||
-       (probe && cuda::pointer_kind(call.sendbuf) == COLLX_MEM_CUDA))) {
-    return make_status(COLLX_ERR_UNSUPPORTED, "%s: CUDA device buffers are not supported; pass host buffers",
-                       coll_name(call.coll));
-  }
+  // Buffers of COLLX_MEM_AUTO are probed where they are used (device_buffers): a probe
+  // without a CUDA driver is a failed dlopen search, milliseconds per call on a loaded machine.
   if (call.mem_kind != COLLX_MEM_CUDA) return Status::Ok();
   if (!cuda::built_with_cuda()) {
     return make_status(COLLX_ERR_UNSUPPORTED, "%s: CUDA device buffers are not supported by this build",
@@ -93,9 +90,19 @@ Status device_check(const CollCall& call) {
 }
 
 bool device_buffers(const CollCall& call) {
-  if (call.count == 0 || call.coll == COLLX_COLL_BARRIER) return false;
+  if (call.coll == COLLX_COLL_BARRIER) return false;
+  // A v-collective's own count may be 0 while the rank still receives (a gatherv root) or
+  // sends (a scatterv root) others' blocks; only its staged route runs them, which needs no
+  // agreement between ranks, so each rank decides by its own buffers.
+  auto any = [](const std::vector<size_t>& counts) {
+    return std::any_of(counts.begin(), counts.end(), [](size_t c) { return c > 0; });
+  };
+  if (call.count == 0 && !(coll_is_v(call.coll) && (any(call.counts) || any(call.send_counts)))) return false;
   if (call.mem_kind != COLLX_MEM_AUTO) return call.mem_kind == COLLX_MEM_CUDA;
+  // The buffer every rank passes: a gatherv's sendbuf (its recvbuf matters at the root only,
+  // and may be anything elsewhere), else recvbuf (a scatterv's sendbuf is the root's only).
   const void* p = call.recvbuf ? call.recvbuf : call.sendbuf;
+  if (call.coll == COLLX_COLL_GATHERV && call.sendbuf) p = call.sendbuf;
   return cuda::pointer_kind(p) == COLLX_MEM_CUDA;
 }
 
@@ -134,6 +141,64 @@ bool nccl_delegates(collx_coll_t coll) {
 
 }  // namespace
 
+DeviceScope::~DeviceScope() {
+  if (previous_ >= 0) cuda::set_device(previous_).ignore();
+}
+
+Status DeviceScope::enter(int device) {
+  int current = 0;
+  COLLX_RETURN_IF_ERROR(cuda::current_device(&current));
+  if (device == current) return Status::Ok();
+  COLLX_RETURN_IF_ERROR(cuda::set_device(device));
+  if (previous_ < 0) previous_ = current;
+  return Status::Ok();
+}
+
+// The v-collectives' staged route: their layouts (gaps, in place) as staging_plan.h plans
+// them, whole buffers at once (no chunks: blocks of different sizes per rank).
+Status Communicator::stage_v(DeviceState& d, const CollCall& call, const transport::OpDesc& desc, Deadline deadline) {
+  StagingPlan plan;
+  COLLX_RETURN_IF_ERROR(plan_staging(call, rank_, size_, &plan));
+  char* staging = nullptr;
+  COLLX_RETURN_IF_ERROR(d.staging(plan.bytes, deadline, &aborted_, &staging));
+  if (!d.chunk_events[0]) COLLX_RETURN_IF_ERROR(cuda::event_create(&d.chunk_events[0]));
+  for (const StagingPlan::Copy& c : plan.in) {
+    COLLX_RETURN_IF_ERROR(
+        cuda::copy_async(staging + c.host, c.device, c.bytes, cuda::CopyKind::kDeviceToHost, call.stream));
+  }
+  COLLX_RETURN_IF_ERROR(cuda::event_record(d.chunk_events[0], call.stream));
+  COLLX_RETURN_IF_ERROR(
+      cuda::event_wait(d.chunk_events[0], deadline, &aborted_, "the copy of the input to host staging"));
+  CollCall host = call;
+  host.mem_kind = COLLX_MEM_HOST;
+  host.sendbuf = plan.send_at == StagingPlan::kNone ? nullptr : staging + plan.send_at;
+  host.recvbuf = plan.recv_at == StagingPlan::kNone ? nullptr : staging + plan.recv_at;
+  COLLX_RETURN_IF_ERROR(dispatch(host, desc, deadline));
+  for (const StagingPlan::Copy& c : plan.out) {
+    COLLX_RETURN_IF_ERROR(
+        cuda::copy_async(c.device, staging + c.host, c.bytes, cuda::CopyKind::kHostToDevice, call.stream));
+  }
+  return cuda::event_record(d.staging_event, call.stream);
+}
+
+bool Communicator::stream_ordered(const CollCall& call, bool* gated) const {
+  if (!device_buffers(call)) return false;
+  // NCCL orders its own work on the stream (and may be set up by the executor meanwhile).
+  if ((settings_.transports & COLLX_TRANSPORT_NCCL) && nccl_delegates(call.coll)) return false;
+  // CUDA IPC, or the staging it falls back to at run time, is decided by the executor.
+  *gated =
+      local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && cuda_ipc::supports(call.coll, size_);
+  return true;
+}
+
+Status Communicator::side_stream(int device, void** stream) {
+  if (!device_) device_ = std::make_shared<DeviceState>(rank_, size_);
+  void*& s = device_->side_streams[device];
+  if (!s) COLLX_RETURN_IF_ERROR(cuda::stream_create(&s));
+  *stream = s;
+  return Status::Ok();
+}
+
 Status Communicator::capture_check(const CollCall& call) const {
   // The legacy default stream (NULL) cannot be captured; host buffers never reach a stream.
   if (!call.stream || call.count == 0 || !device_buffers(call)) return Status::Ok();
@@ -157,36 +222,73 @@ Status Communicator::capture_check(const CollCall& call) const {
                          : "");
 }
 
-Status Communicator::dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline) {
-  if (!device_) device_ = std::make_shared<DeviceState>(rank_, size_);
-  DeviceState& d = *device_;
-  // Run on the buffers' device (nonblocking calls run on the executor's thread).
-  int device = 0, current = 0;
-  if (d.nccl && job_.device < 0) {
-    device = d.nccl->device();  // NCCL set up: its device is the buffers' (one lookup less)
-  } else {
-    COLLX_RETURN_IF_ERROR(cuda::pointer_device(call.recvbuf ? call.recvbuf : call.sendbuf, &device));
-  }
-  if (job_.device >= 0 && device != job_.device) {
+nccl::CollOp nccl_op(const CollCall& call) {
+  nccl::CollOp op;
+  op.coll = call.coll;
+  op.sendbuf = call.sendbuf;
+  op.recvbuf = call.recvbuf;
+  op.count = call.count;
+  op.datatype = static_cast<collx_datatype_t>(call.datatype);
+  op.op = static_cast<collx_op_t>(call.op);
+  op.premul_scalar = call.premul_scalar;
+  op.root = call.root;
+  op.peer = call.peer;
+  op.stream = call.stream;
+  return op;
+}
+
+Status Communicator::buffer_device(const void* buf, int* device) const {
+  COLLX_RETURN_IF_ERROR(cuda::pointer_device(buf, device));
+  if (job_.device >= 0 && *device != job_.device) {
     // A communicator bound to a device (config->device) takes buffers of that device only, as
     // an NCCL communicator does: silently running on another GPU would move the work (and
     // NCCL's channels) somewhere the engine did not plan.
     return make_status(COLLX_ERR_INVALID_ARG,
                        "the buffers are on CUDA device %d, but communicator '%s' is bound to device %d "
                        "(config->device)",
-                       device, name_.c_str(), job_.device);
+                       *device, name_.c_str(), job_.device);
   }
-  COLLX_RETURN_IF_ERROR(cuda::current_device(&current));
-  struct RestoreDevice {  // the caller's thread keeps its current device
-    int device = -1;
-    ~RestoreDevice() {
-      if (device >= 0) cuda::set_device(device).ignore();
-    }
-  } restore;
-  if (device != current) {
-    COLLX_RETURN_IF_ERROR(cuda::set_device(device));
-    restore.device = current;
+  return Status::Ok();
+}
+
+Status Communicator::setup_nccl(DeviceState& d, int device, Deadline deadline) {
+  StoreBootstrap bootstrap(store_, prefix_ + "/nccl", rank_, size_);
+  Status st = nccl::Comm::create(&bootstrap, rank_, size_, device, deadline, &aborted_, &d.nccl);
+  bootstrap.cleanup().ignore();
+  if (st.code() != COLLX_ERR_UNSUPPORTED) return st;
+  d.nccl_refused = true;
+  COLLX_INFO(INIT, "communicator '%s': device buffers do not use NCCL: %s", name_.c_str(), st.message().c_str());
+  return Status::Ok();
+}
+
+Status Communicator::setup_bound_device_route(Deadline deadline) {
+  // Only here, at creation, where every rank takes part: were NCCL set up by a later
+  // collective, a send issued before it on one rank and its receive issued after it on the
+  // other would take different routes.
+  if (job_.device < 0 || !(settings_.transports & COLLX_TRANSPORT_NCCL)) return Status::Ok();
+  device_ = std::make_shared<DeviceState>(rank_, size_);
+  DeviceScope scope;
+  // A thread without the bound device (no GPU, no CUDA) still joins the exchange: NCCL's
+  // set-up then refuses on every rank alike.
+  if (cuda::built_with_cuda() && cuda::device_count() > job_.device) scope.enter(job_.device).ignore();
+  COLLX_RETURN_IF_ERROR(setup_nccl(*device_, job_.device, deadline));
+  nccl_p2p_ = device_->nccl.get();
+  if (nccl_p2p_) COLLX_INFO(INIT, "communicator '%s': point-to-point on device buffers goes over NCCL", name_.c_str());
+  return Status::Ok();
+}
+
+Status Communicator::dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline) {
+  if (!device_) device_ = std::make_shared<DeviceState>(rank_, size_);
+  DeviceState& d = *device_;
+  // Run on the buffers' device (nonblocking calls run on the executor's thread).
+  int device = 0;
+  if (d.nccl && job_.device < 0) {
+    device = d.nccl->device();  // NCCL set up: its device is the buffers' (one lookup less)
+  } else {
+    COLLX_RETURN_IF_ERROR(buffer_device(call.recvbuf ? call.recvbuf : call.sendbuf, &device));
   }
+  DeviceScope scope;
+  COLLX_RETURN_IF_ERROR(scope.enter(device));
 
   // A stream capturing a CUDA graph records work instead of running it: only NCCL's
   // operations can be captured (capture_check() refused the rest before the call began,
@@ -195,17 +297,7 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
   if (call.stream) COLLX_RETURN_IF_ERROR(cuda::stream_capturing(call.stream, &capturing));
 
   if ((settings_.transports & COLLX_TRANSPORT_NCCL) && !d.nccl_refused && nccl_delegates(call.coll)) {
-    if (!d.nccl) {
-      StoreBootstrap bootstrap(store_, prefix_ + "/nccl", rank_, size_);
-      Status st = nccl::Comm::create(&bootstrap, rank_, size_, device, deadline, &aborted_, &d.nccl);
-      bootstrap.cleanup().ignore();
-      if (st.code() == COLLX_ERR_UNSUPPORTED) {
-        d.nccl_refused = true;
-        COLLX_INFO(INIT, "communicator '%s': device buffers do not use NCCL: %s", name_.c_str(), st.message().c_str());
-      } else if (!st.ok()) {
-        return st;
-      }
-    }
+    if (!d.nccl) COLLX_RETURN_IF_ERROR(setup_nccl(d, device, deadline));
     if (d.nccl) {
       if (settings_.nccl_check_calls) {
         // NCCL carries no call description: ranks in different calls would wait on the GPU
@@ -219,16 +311,7 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
         Status st = algo::barrier_dissemination(ctx, args);
         if (!st.ok()) return st.with_context("before the NCCL call (COLLX_NCCL_CHECK_CALLS=1): ");
       }
-      nccl::CollOp op;
-      op.coll = call.coll;
-      op.sendbuf = call.sendbuf;
-      op.recvbuf = call.recvbuf;
-      op.count = call.count;
-      op.datatype = static_cast<collx_datatype_t>(call.datatype);
-      op.op = static_cast<collx_op_t>(call.op);
-      op.premul_scalar = call.premul_scalar;
-      op.root = call.root;
-      op.stream = call.stream;
+      nccl::CollOp op = nccl_op(call);
       op.captured = capturing;
       return d.nccl->enqueue(op, deadline);
     }
@@ -266,6 +349,8 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
     if (st.code() != COLLX_ERR_UNSUPPORTED) return st;
     COLLX_INFO(COLL, "communicator '%s': %s; staging through host memory", name_.c_str(), st.message().c_str());
   }
+
+  if (coll_is_v(call.coll)) return stage_v(d, call, desc, deadline);
 
   // Staged: device -> pinned host, the host algorithm, pinned host -> device, every copy on
   // the caller's stream. The element-wise collectives (all-reduce, broadcast, reduce) go in

@@ -228,19 +228,24 @@ Status GroupBatch::finalize(Item* item) {
 }
 
 Status GroupBatch::post_p2p() {
+  // Device calls over NCCL are kept and enqueued below as one NCCL group (comm_p2p_nccl.cc).
+  comm_->begin_nccl_p2p_batch();
   for (collx_coll_t pass : {COLLX_COLL_RECV, COLLX_COLL_SEND}) {
     for (P2p& p : p2p_) {
       const CollCall& call = members_[p.member].call->call;
       if (call.coll != pass) continue;
       Status st = comm_->post_p2p(call, &p.request);
       if (!st.ok()) {
+        comm_->end_nccl_p2p_batch(Deadline::after_ms(0), /*enqueue=*/false).ignore();
         st = st.with_context(label(p.member) + ": ");
         record_failure(p.member, st);
         return st;
       }
     }
   }
-  return Status::Ok();
+  Status st = comm_->end_nccl_p2p_batch(comm_->deadline_for(-1), /*enqueue=*/true);
+  if (!st.ok() && !p2p_.empty()) record_failure(p2p_.front().member, st);
+  return st;
 }
 
 void GroupBatch::abandon(const Status& why) {

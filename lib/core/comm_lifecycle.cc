@@ -106,6 +106,8 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
   COLLX_RETURN_IF_ERROR(flight_.init(name_, rank_, size_, job.rank, job.store_addr,  // flight recorder
                                      transport_ ? transport_->name() : "none"));
   bootstrap->cleanup().ignore();  // best effort: leftover keys only cost store memory
+  st = setup_bound_device_route(deadline);  // comm_device.cc: NCCL for a device-bound communicator
+  if (!st.ok()) return st.with_context("creating communicator '" + name_ + "': ");
   return Status::Ok();
 }
 

@@ -43,13 +43,23 @@ Status Communicator::post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>
   const void* sendbuf = call.sendbuf;
   void* recvbuf = call.recvbuf;
   Status st;
-  if (device_buffers(call)) {  // staged through pinned memory (comm_p2p_device.h)
-    st = call.coll == COLLX_COLL_SEND ? P2pStaged::for_send(&p2p_staging_, sendbuf, bytes, call.stream,
-                                                            request->op_deadline_, &aborted_, &request->staged_)
-                                      : P2pStaged::for_recv(&p2p_staging_, recvbuf, bytes, call.stream, &request->staged_);
+  bool on_nccl = false;
+  if (device_buffers(call)) {
+    int device = -1;
+    st = buffer_device(call.coll == COLLX_COLL_SEND ? sendbuf : recvbuf, &device);
+    if (st.ok() && nccl_p2p_) {
+      // Over NCCL (comm_p2p_nccl.cc): enqueued on the stream, the request is complete as posted.
+      st = post_p2p_nccl(call);
+      on_nccl = true;
+    } else if (st.ok()) {  // staged through pinned memory (comm_p2p_device.h)
+      st = call.coll == COLLX_COLL_SEND
+               ? P2pStaged::for_send(&p2p_staging_, sendbuf, bytes, call.stream, request->op_deadline_, &aborted_,
+                                     &request->staged_)
+               : P2pStaged::for_recv(&p2p_staging_, recvbuf, bytes, call.stream, &request->staged_);
+    }
     if (request->staged_) sendbuf = recvbuf = request->staged_->host();
   }
-  if (st.ok()) {
+  if (st.ok() && !on_nccl) {
     st = call.coll == COLLX_COLL_SEND
              ? transport_->post_send(tx, call.peer, static_cast<uint64_t>(call.tag), sendbuf, bytes, desc)
              : transport_->post_recv(tx, call.peer, static_cast<uint64_t>(call.tag), recvbuf, bytes, desc);

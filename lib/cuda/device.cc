@@ -318,24 +318,25 @@ int multiprocessor_count() {
 
 static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes, "CUDA IPC handle size");
 
+namespace {
+// A driver API function looked up through the runtime (libcollx links no libcuda), or nullptr.
+void* driver_entry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q;
+#if CUDART_VERSION >= 12050
+  // The versioned lookup (CUDA 12.5+; CUDA 13 has only this one): the 12.0 ABI of the call.
+  const cudaError_t found = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q);
+#else
+  // CUDA 12.0-12.4 runtimes lack the versioned lookup; theirs returns the runtime's version.
+  const cudaError_t found = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q);
+#endif
+  return found == cudaSuccess && q == cudaDriverEntryPointSuccess ? fn : nullptr;
+}
+}  // namespace
+
 Status ipc_get_handle(const void* ptr, IpcHandle* handle, uintptr_t* base, size_t* offset) {
   using AddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
-  static AddressRangeFn range_fn = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q;
-#if CUDART_VERSION >= 12050
-    // The versioned lookup (CUDA 12.5+; CUDA 13 has only this one): the 12.0 ABI of the call.
-    const cudaError_t found = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q);
-#else
-    // CUDA 12.0-12.4 runtimes lack the versioned lookup; theirs returns the runtime's version.
-    const cudaError_t found = cudaGetDriverEntryPoint("cuMemGetAddressRange", &fn, cudaEnableDefault, &q);
-#endif
-    if (found == cudaSuccess && q == cudaDriverEntryPointSuccess) {
-      range_fn = reinterpret_cast<AddressRangeFn>(fn);
-    }
-  });
+  static const auto range_fn = reinterpret_cast<AddressRangeFn>(driver_entry("cuMemGetAddressRange"));
   if (!range_fn) return make_status(COLLX_ERR_SYSTEM, "the CUDA driver has no cuMemGetAddressRange");
   CUdeviceptr b = 0;
   size_t size = 0;
@@ -366,6 +367,51 @@ Status device_uuid(int device, uint8_t out[16]) {
   cudaDeviceProp prop;
   COLLX_CUDA_CALL(cudaGetDeviceProperties(&prop, device));
   std::memcpy(out, &prop.uuid, 16);
+  return Status::Ok();
+}
+
+// --- Peer access ---
+Status device_can_access_peer(int device, int peer, bool* can) {
+  *can = device == peer;
+  if (*can) return Status::Ok();
+  int yes = 0;
+  COLLX_CUDA_CALL(cudaDeviceCanAccessPeer(&yes, device, peer));
+  *can = yes != 0;
+  return Status::Ok();
+}
+
+Status device_enable_peer_access(int peer) {
+  int current = 0;
+  COLLX_CUDA_CALL(cudaGetDevice(&current));
+  if (current == peer) return Status::Ok();
+  const cudaError_t err = cudaDeviceEnablePeerAccess(peer, 0);
+  if (err == cudaErrorPeerAccessAlreadyEnabled) {
+    (void)cudaGetLastError();  // not sticky, but cleared so later checks do not see it
+    return Status::Ok();
+  }
+  return cuda_status(err, "cudaDeviceEnablePeerAccess");
+}
+
+// --- Stream-ordered host work ---
+Status launch_host_func(void* stream, void (*fn)(void*), void* arg) {
+  COLLX_CUDA_CALL(cudaLaunchHostFunc(static_cast<cudaStream_t>(stream), fn, arg));
+  return Status::Ok();
+}
+
+Status stream_wait_flag(void* stream, const uint32_t* flag, uint32_t value) {
+  // A driver call (stream memory operations).
+  using WaitValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  static const auto wait_fn = reinterpret_cast<WaitValueFn>(driver_entry("cuStreamWaitValue32"));
+  if (!wait_fn) return make_status(COLLX_ERR_SYSTEM, "the CUDA driver has no cuStreamWaitValue32");
+  // Pinned memory is mapped at the same address on the device (unified addressing).
+  void* device_flag = nullptr;
+  COLLX_CUDA_CALL(cudaHostGetDevicePointer(&device_flag, const_cast<uint32_t*>(flag), 0));
+  const CUresult r = wait_fn(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(device_flag), value,
+                             CU_STREAM_WAIT_VALUE_GEQ);
+  if (r != CUDA_SUCCESS) {
+    return make_status(COLLX_ERR_CUDA, "cuStreamWaitValue32 failed (CUresult %d): this GPU or driver may not "
+                       "support stream memory operations", static_cast<int>(r));
+  }
   return Status::Ok();
 }
 
@@ -459,6 +505,15 @@ Status ipc_open(const IpcHandle&, void** base) {
 }
 Status ipc_close(void*) { return no_cuda(); }
 Status device_uuid(int, uint8_t*) { return no_cuda(); }
+// Peer access.
+Status device_can_access_peer(int, int, bool* can) {
+  *can = false;
+  return no_cuda();
+}
+Status device_enable_peer_access(int) { return no_cuda(); }
+// Stream-ordered host work.
+Status launch_host_func(void*, void (*)(void*), void*) { return no_cuda(); }
+Status stream_wait_flag(void*, const uint32_t*, uint32_t) { return no_cuda(); }
 
 #endif
 

@@ -195,5 +195,25 @@ Status ipc_close(void* base);
 // 16 bytes naming the GPU a pointer's device is (its UUID), to tell shared GPUs apart.
 Status device_uuid(int device, uint8_t out[16]);
 
+// --- Peer access (CUDA IPC between two devices of one host) ---
+// Whether kernels on `device` can read and write memory of `peer` (cudaDeviceCanAccessPeer);
+// true for one device with itself.
+Status device_can_access_peer(int device, int peer, bool* can);
+// Lets the current device access `peer`'s memory (cudaDeviceEnablePeerAccess); OK when it
+// already can (enabled before, or peer is the current device).
+Status device_enable_peer_access(int peer);
+
+// --- Stream-ordered host work (nonblocking device calls that return before the stream's
+// earlier work ends; lib/core/comm_device_async.cc) ---
+// Queues fn(arg) on `stream` (cudaLaunchHostFunc): it runs on a CUDA thread once the work
+// queued before it has finished, and later work on the stream waits for it. fn must not
+// block nor call CUDA: it only hands work over (sets a flag).
+Status launch_host_func(void* stream, void (*fn)(void*), void* arg);
+// Queues a wait on `stream`: later work on it runs once *flag >= value, a 32-bit word of
+// pinned host memory (host_alloc_pinned) that host code sets (cuStreamWaitValue32, GEQ). The
+// stream waits on the GPU side; the host never blocks. Whoever queues it must set the flag
+// eventually (failure included), or the stream never drains.
+Status stream_wait_flag(void* stream, const uint32_t* flag, uint32_t value);
+
 }  // namespace cuda
 }  // namespace collx

@@ -70,6 +70,18 @@ Status ipc_get_handle(const void* ptr, IpcHandle* handle, uintptr_t* base, size_
 Status ipc_open(const IpcHandle& handle, void** base) { return COLLX_CUDA_BACKEND(ipc_open, handle, base); }
 Status ipc_close(void* base) { return COLLX_CUDA_BACKEND(ipc_close, base); }
 Status device_uuid(int device, uint8_t out[16]) { return COLLX_CUDA_BACKEND(device_uuid, device, out); }
+// Peer access.
+Status device_can_access_peer(int device, int peer, bool* can) {
+  return COLLX_CUDA_BACKEND(device_can_access_peer, device, peer, can);
+}
+Status device_enable_peer_access(int peer) { return COLLX_CUDA_BACKEND(device_enable_peer_access, peer); }
+// Stream-ordered host work.
+Status launch_host_func(void* stream, void (*fn)(void*), void* arg) {
+  return COLLX_CUDA_BACKEND(launch_host_func, stream, fn, arg);
+}
+Status stream_wait_flag(void* stream, const uint32_t* flag, uint32_t value) {
+  return COLLX_CUDA_BACKEND(stream_wait_flag, stream, flag, value);
+}
 
 
 // Element-wise math: arguments checked once here (elementwise_checks.cc), n == 0 queues nothing.

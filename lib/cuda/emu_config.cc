@@ -45,6 +45,13 @@ Config read_config() {
     v = 0;
   }
   c.delay_us = v;
+  v = 1;
+  if (!setting_int(SettingId::TEST_DEVICE_PEER_ACCESS, &v).ok() || v < 0 || v > 1) {
+    COLLX_WARN(INIT, "COLLX_TEST_DEVICE_PEER_ACCESS='%s' is not 0 or 1; peer access is allowed",
+               setting_raw(SettingId::TEST_DEVICE_PEER_ACCESS).c_str());
+    v = 1;
+  }
+  c.peer_access = v == 1;
   COLLX_WARN(INIT, "COLLX_TEST_DEVICE=emulated: CUDA calls run on the emulated test device (%d device(s), delay up "
              "to %lld us per operation), not on a GPU; for tests only", c.devices, static_cast<long long>(c.delay_us));
   return c;
@@ -117,6 +124,30 @@ Status device_uuid(int device, uint8_t out[16]) {
   std::memcpy(out, &a, 8);
   std::memcpy(out + 8, &b, 8);
   return Status::Ok();
+}
+
+// --- Peer access: every pair of devices, or none (COLLX_TEST_DEVICE_PEER_ACCESS) ---
+namespace {
+Status check_device(const char* fn, int device) {
+  if (device >= 0 && device < config().devices) return Status::Ok();
+  return make_status(COLLX_ERR_INVALID_ARG, "%s: device %d does not exist (%d emulated device(s))", fn, device,
+                     config().devices);
+}
+}  // namespace
+
+Status device_can_access_peer(int device, int peer, bool* can) {
+  *can = false;
+  COLLX_RETURN_IF_ERROR(check_device("device_can_access_peer", device));
+  COLLX_RETURN_IF_ERROR(check_device("device_can_access_peer", peer));
+  *can = device == peer || config().peer_access;
+  return Status::Ok();
+}
+
+Status device_enable_peer_access(int peer) {
+  COLLX_RETURN_IF_ERROR(check_device("device_enable_peer_access", peer));
+  if (peer == current || config().peer_access) return Status::Ok();
+  return make_status(COLLX_ERR_CUDA, "device_enable_peer_access: device %d cannot access device %d "
+                     "(emulated cudaErrorPeerAccessUnsupported, COLLX_TEST_DEVICE_PEER_ACCESS=0)", current, peer);
 }
 
 }  // namespace emu

@@ -12,6 +12,7 @@ struct Config {
   bool active = false;
   int devices = 1;          // COLLX_TEST_DEVICE_COUNT
   int64_t delay_us = 0;     // COLLX_TEST_DEVICE_DELAY_US
+  bool peer_access = true;  // COLLX_TEST_DEVICE_PEER_ACCESS: devices reach one another
 };
 // Read once per process.
 const Config& config();

@@ -450,6 +450,27 @@ Status device_synchronize() {
   return Status::Ok();
 }
 
+// --- Stream-ordered host work ---
+Status launch_host_func(void* stream, void (*fn)(void*), void* arg) {
+  if (!fn) return make_status(COLLX_ERR_INVALID_ARG, "launch_host_func: fn is NULL");
+  return enqueue(stream, "launch_host_func", [fn, arg] {
+    fn(arg);
+    return Status::Ok();
+  });
+}
+
+Status stream_wait_flag(void* stream, const uint32_t* flag, uint32_t value) {
+  if (!flag) return make_status(COLLX_ERR_INVALID_ARG, "stream_wait_flag: flag is NULL");
+  // The stream's worker waits as a GPU front end would (the stream stalls, the host does
+  // not): polled, since host code sets the flag with a plain store.
+  return enqueue(stream, "stream_wait_flag", [flag, value] {
+    for (int polls = 0; __atomic_load_n(flag, __ATOMIC_ACQUIRE) < value; ++polls) {
+      std::this_thread::sleep_for(std::chrono::microseconds(polls < 100 ? 10 : 200));
+    }
+    return Status::Ok();
+  });
+}
+
 }  // namespace emu
 }  // namespace cuda
 }  // namespace collx

@@ -1,6 +1,7 @@
 // CUDA IPC direct collectives (see ipc_coll.h).
 #include "transports/cuda_ipc/ipc_coll.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "lib/common/process_identity.h"
@@ -20,9 +21,16 @@ struct Record {
   uint64_t ptr;      // the buffer as its owner sees it (used by ranks of the same process)
   uint64_t offset;   // from the allocation's base
   uint8_t handle[cuda::kIpcHandleBytes];
+  uint8_t device[16];  // UUID of the GPU holding the buffer (zeros: unknown)
   uint8_t present;   // 0: NULL buffer (count 0)
   uint8_t shareable; // 0: no IPC handle (not a cudaMalloc allocation)
 };
+
+// The UUID of the device holding `buf` (zeros when it cannot be told).
+void device_of(const void* buf, uint8_t uuid[16]) {
+  int device = -1;
+  if (!cuda::pointer_device(buf, &device).ok() || !cuda::device_uuid(device, uuid).ok()) std::memset(uuid, 0, 16);
+}
 
 // Elements [lo, hi) of slice `part` of `count` split in `parts` nearly equal slices.
 void slice(size_t count, int parts, int part, size_t* lo, size_t* hi) {
@@ -79,6 +87,7 @@ Status Peers::exchange(transport::Bootstrap* bootstrap, const char* name, const 
     uintptr_t base = 0;
     size_t offset = 0;
     mine.present = 1;
+    device_of(buf, mine.device);
     if (cuda::ipc_get_handle(buf, &h, &base, &offset).ok()) {
       std::memcpy(mine.handle, h.bytes, sizeof mine.handle);
       mine.offset = offset;
@@ -110,6 +119,9 @@ Status Peers::exchange(transport::Bootstrap* bootstrap, const char* name, const 
       }
     }
   }
+  std::string devices;  // every rank's device, in rank order: the key of the peer-access verdict
+  for (const Record& r : recs) devices.append(reinterpret_cast<const char*>(r.device), sizeof r.device);
+  COLLX_RETURN_IF_ERROR(check_peer_access(bootstrap, devices, mine.device, deadline));
   for (int r = 0; r < size_; ++r) {
     const Record& rec = recs[static_cast<size_t>(r)];
     if (!rec.present) continue;
@@ -122,6 +134,73 @@ Status Peers::exchange(transport::Bootstrap* bootstrap, const char* name, const 
     (*ptrs)[static_cast<size_t>(r)] = static_cast<char*>(base) + rec.offset;
   }
   return Status::Ok();
+}
+
+Status Peers::local_peer_access(const std::string& devices, const uint8_t* mine, std::string* why) {
+  if (local_devices_.empty()) {
+    const int n = cuda::device_count();
+    for (int i = 0; i < n; ++i) {
+      uint8_t uuid[16] = {0};
+      if (!cuda::device_uuid(i, uuid).ok()) std::memset(uuid, 0, sizeof uuid);
+      local_devices_.emplace_back(reinterpret_cast<const char*>(uuid), sizeof uuid);
+    }
+  }
+  auto ordinal = [&](const std::string& uuid) {
+    for (size_t i = 0; i < local_devices_.size(); ++i) {
+      if (local_devices_[i] == uuid) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  const std::string unknown(16, '\0'), own(reinterpret_cast<const char*>(mine), 16);
+  const int me = ordinal(own);
+  for (int r = 0; r < size_; ++r) {
+    const std::string peer = devices.substr(static_cast<size_t>(r) * 16, 16);
+    if (peer == unknown || peer == own || own == unknown) continue;  // no buffer, or the same GPU
+    const int other = ordinal(peer);
+    bool can = false;
+    if (me >= 0 && other >= 0) cuda::device_can_access_peer(me, other, &can).ignore();
+    if (!can) {
+      *why = string_printf("rank %d's device %d cannot access rank %d's GPU (%s)", rank_, me, r,
+                           other < 0 ? "not visible to this process" : "cudaDeviceCanAccessPeer says no");
+      return Status::Ok();
+    }
+    Status st = cuda::device_enable_peer_access(other);
+    if (!st.ok()) {
+      *why = string_printf("rank %d cannot enable peer access from device %d to %d: %s", rank_, me, other,
+                           st.message().c_str());
+      return Status::Ok();
+    }
+  }
+  why->clear();
+  return Status::Ok();
+}
+
+Status Peers::check_peer_access(transport::Bootstrap* bootstrap, const std::string& devices, const uint8_t* mine,
+                                Deadline deadline) {
+  // Every rank holds the same records, hence the same key and the same cache: all of them
+  // either find the verdict or exchange it here, alike.
+  auto known = verdicts_.find(devices);
+  if (known == verdicts_.end()) {
+    std::string why;
+    COLLX_RETURN_IF_ERROR(local_peer_access(devices, mine, &why));
+    // Each rank's answer (empty: yes; else why not), fixed size so the exchange can carry it.
+    std::vector<uint8_t> answer(kVerdictBytes, 0);
+    std::memcpy(answer.data(), why.data(), std::min(why.size(), kVerdictBytes - 1));
+    std::vector<std::vector<uint8_t>> all;
+    COLLX_RETURN_IF_ERROR(bootstrap->allgather("peer access", answer, &all, deadline));
+    std::string verdict;
+    for (const auto& a : all) {
+      if (a.size() == kVerdictBytes && a[0] != 0) {
+        verdict = std::string(reinterpret_cast<const char*>(a.data()));
+        break;
+      }
+    }
+    if (verdicts_.size() >= kMaxMappings) verdicts_.clear();  // alike on every rank
+    known = verdicts_.emplace(devices, verdict).first;
+  }
+  if (known->second.empty()) return Status::Ok();
+  return make_status(COLLX_ERR_UNSUPPORTED, "CUDA IPC needs peer access between the ranks' GPUs: %s",
+                     known->second.c_str());
 }
 
 Status Peers::run(const Call& c, transport::Bootstrap* bootstrap, Deadline deadline, const std::atomic<bool>* abort) {

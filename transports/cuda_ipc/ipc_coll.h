@@ -64,6 +64,16 @@ class Peers {
   Status exchange(transport::Bootstrap* bootstrap, const char* name, const void* buf, std::vector<char*>* ptrs,
                   Deadline deadline);
   Status map(int peer, const uint8_t* handle, void** base);
+  // Ranks whose buffers are on different GPUs need peer access between them: checked and
+  // enabled (cudaDeviceCanAccessPeer / cudaDeviceEnablePeerAccess) the first time a set of
+  // devices (`devices`: every rank's GPU UUID, 16 bytes each, in rank order; `mine`: this
+  // rank's) is seen, the verdicts exchanged so every rank decides alike, the result cached.
+  // COLLX_ERR_UNSUPPORTED naming the first rank that cannot: the caller stages instead.
+  Status check_peer_access(transport::Bootstrap* bootstrap, const std::string& devices, const uint8_t* mine,
+                           Deadline deadline);
+  // This rank's side: "" in *why when it can reach every other rank's GPU.
+  Status local_peer_access(const std::string& devices, const uint8_t* mine, std::string* why);
+  static constexpr size_t kVerdictBytes = 160;
 
   int rank_;
   int size_;
@@ -72,6 +82,8 @@ class Peers {
     void* base;
   };
   std::vector<Mapping> mappings_;  // oldest first; bounded
+  std::vector<std::string> local_devices_;       // UUID of each device this process sees
+  std::map<std::string, std::string> verdicts_;  // devices -> "" (peer access) or why not
 };
 
 }  // namespace cuda_ipc

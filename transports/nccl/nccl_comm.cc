@@ -359,6 +359,29 @@ Status Comm::create(transport::Bootstrap* bootstrap, int rank, int size, int dev
   return Status::Ok();
 }
 
+namespace {
+// Hands the completion of what is queued on `stream` and its deadline to the watchdog.
+Status watch_on(Comm::Impl& m, void* stream, Deadline deadline) {
+  void* event = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (!m.spare.empty()) {
+      event = m.spare.back();
+      m.spare.pop_back();
+    }
+  }
+  if (!event) COLLX_RETURN_IF_ERROR(cuda::event_create(&event));
+  Status st = cuda::event_record(event, stream);
+  std::lock_guard<std::mutex> lock(m.mu);
+  if (!st.ok()) {
+    m.spare.push_back(event);
+    return st;
+  }
+  m.pending.push_back(Pending{event, deadline});
+  return Status::Ok();
+}
+}  // namespace
+
 Status Comm::health() const { return impl_->health(); }
 int Comm::device() const { return impl_->device; }
 
@@ -457,23 +480,47 @@ Status Comm::enqueue(const CollOp& o, Deadline deadline) {
     return st;
   }
   if (deadline.is_never() || o.captured) return Status::Ok();
-  // Hand the operation's completion and deadline to the watchdog.
-  void* event = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(m.mu);
-    if (!m.spare.empty()) {
-      event = m.spare.back();
-      m.spare.pop_back();
+  return watch_on(m, o.stream, deadline);
+}
+
+Status Comm::enqueue_p2p(const CollOp* ops, size_t n, Deadline deadline) {
+  Impl& m = *impl_;
+  std::vector<ncclDataType_t> types(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (ops[i].coll != COLLX_COLL_SEND && ops[i].coll != COLLX_COLL_RECV) {
+      return make_status(COLLX_ERR_INTERNAL, "NCCL backend: enqueue_p2p got collective %d",
+                         static_cast<int>(ops[i].coll));
+    }
+    if (!datatype_of(ops[i].datatype, &types[i])) {
+      return make_status(COLLX_ERR_INVALID_ARG, "NCCL backend: unknown datatype %d", static_cast<int>(ops[i].datatype));
     }
   }
-  if (!event) COLLX_RETURN_IF_ERROR(cuda::event_create(&event));
-  st = cuda::event_record(event, o.stream);
-  std::lock_guard<std::mutex> lock(m.mu);
+  std::unique_lock<std::mutex> call(m.call_mu);
+  if (m.broken.load(std::memory_order_acquire)) return m.health();
+  const Api& a = api();
+  // One group: NCCL matches the sends and receives of a group together, so two ranks that
+  // both send then receive do not wait on each other's kernels.
+  ncclResult_t r = a.GroupStart();
+  for (size_t i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); ++i) {
+    const CollOp& o = ops[i];
+    auto stream = static_cast<cudaStream_t>(o.stream);
+    r = o.coll == COLLX_COLL_SEND ? a.Send(o.sendbuf, o.count, types[i], o.peer, m.comm, stream)
+                                  : a.Recv(o.recvbuf, o.count, types[i], o.peer, m.comm, stream);
+  }
+  const ncclResult_t end = a.GroupEnd();
+  if (r == ncclSuccess || r == ncclInProgress) r = end;
+  Status st = m.settle(r, "point-to-point (grouped ncclSend/ncclRecv)", deadline);
   if (!st.ok()) {
-    m.spare.push_back(event);
+    call.unlock();
+    if (st.code() != COLLX_ERR_INVALID_ARG) m.fail(st);
     return st;
   }
-  m.pending.push_back(Pending{event, deadline});
+  if (deadline.is_never()) return Status::Ok();
+  for (size_t i = 0; i < n; ++i) {
+    bool seen = false;  // one deadline event per stream of the group
+    for (size_t j = 0; j < i; ++j) seen = seen || ops[j].stream == ops[i].stream;
+    if (!seen && !ops[i].captured) COLLX_RETURN_IF_ERROR(watch_on(m, ops[i].stream, deadline));
+  }
   return Status::Ok();
 }
 
@@ -494,6 +541,9 @@ Status Comm::create(transport::Bootstrap*, int, int, int, Deadline, const std::a
   return make_status(COLLX_ERR_UNSUPPORTED, "%s", why.c_str());
 }
 Status Comm::enqueue(const CollOp&, Deadline) { return make_status(COLLX_ERR_UNSUPPORTED, "no NCCL in this build"); }
+Status Comm::enqueue_p2p(const CollOp*, size_t, Deadline) {
+  return make_status(COLLX_ERR_UNSUPPORTED, "no NCCL in this build");
+}
 void Comm::abort(const Status&) {}
 Status Comm::health() const { return Status::Ok(); }
 int Comm::device() const { return -1; }

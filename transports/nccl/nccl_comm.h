@@ -61,6 +61,10 @@ class Comm {
   // Enqueues the operation on op.stream and returns (NCCL's semantics). `deadline` bounds
   // the operation on the GPU: the watchdog aborts the communicator when it passes first.
   Status enqueue(const CollOp& op, Deadline deadline);
+  // Point-to-point: the n sends and receives (coll SEND or RECV, each with its peer and
+  // stream) enqueued as one NCCL group (ncclGroupStart/End, so their order cannot deadlock)
+  // and returns; `deadline` bounds them on the GPU, as for enqueue.
+  Status enqueue_p2p(const CollOp* ops, size_t n, Deadline deadline);
   // Aborts the NCCL communicator now (any thread); later calls fail with COLLX_ERR_ABORTED.
   void abort(const Status& why);
   // OK, or the status that broke the communicator (watchdog, abort, NCCL error).
