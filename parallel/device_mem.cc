@@ -2,6 +2,10 @@
 // lib/cuda device layer: the native CUDA backend or the emulated test device alike.
 #include "parallel/device_mem.h"
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "lib/common/deadline.h"
 #include "lib/cuda/device.h"
 
@@ -11,6 +15,39 @@ namespace parallel {
 namespace {
 // How long freeing device memory waits for the stream that may still use it.
 constexpr int64_t kFreeWaitMs = 60000;
+
+// Device blocks the parallel layer freed, kept for reuse per (device, size), as PyTorch's
+// caching allocator keeps them. cudaFree synchronizes the whole device: a device-wide wait
+// per step, and with several ranks of one process on one device a deadlock, since one rank's
+// free then waits for another rank's stream, which waits (stream-ordered i-calls,
+// docs/cuda.md) for a collective the first rank has not joined yet. A block comes back only
+// after its stream drained, so any stream may reuse it. The same tensors are gathered every
+// step, so the cache holds at most the peak of distinct sizes in use at once; it lives until
+// the process ends (the device layer may be gone by static destruction).
+class BlockCache {
+ public:
+  void* take(int device, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find({device, bytes});
+    if (it == free_.end()) return nullptr;
+    void* p = it->second;
+    free_.erase(it);
+    return p;
+  }
+  void give(int device, size_t bytes, void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.emplace(std::make_pair(device, bytes), p);
+  }
+
+ private:
+  std::mutex mu_;
+  std::multimap<std::pair<int, size_t>, void*> free_;
+};
+
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache();  // never destroyed: see above
+  return *cache;
+}
 }  // namespace
 
 std::string device_unavailable() {
@@ -34,15 +71,22 @@ int32_t resolve_mem_kind(int32_t mem_kind, const void* buffer) {
 DeviceMem::~DeviceMem() {
   if (!ptr_) return;
   // Kernels or copies queued on the stream may still use the memory.
-  cuda::stream_wait(stream_, Deadline::after_ms(kFreeWaitMs), nullptr, "freeing a parallel-layer device buffer")
-      .ignore();
-  cuda::device_free(ptr_);
+  Status drained =
+      cuda::stream_wait(stream_, Deadline::after_ms(kFreeWaitMs), nullptr, "freeing a parallel-layer device buffer");
+  if (drained.ok()) {
+    block_cache().give(device_, bytes_, ptr_);
+  } else {
+    cuda::device_free(ptr_);  // the stream is stuck or broken: do not hand its memory to anyone
+  }
 }
 
 Status DeviceMem::allocate_zeroed(size_t bytes, void* stream) {
   stream_ = stream;
   if (bytes == 0) return Status::Ok();
-  COLLX_RETURN_IF_ERROR(cuda::device_alloc(bytes, &ptr_));
+  COLLX_RETURN_IF_ERROR(cuda::current_device(&device_));
+  bytes_ = bytes;
+  ptr_ = block_cache().take(device_, bytes);
+  if (!ptr_) COLLX_RETURN_IF_ERROR(cuda::device_alloc(bytes, &ptr_));
   return cuda::memset_async(ptr_, 0, bytes, stream);
 }
 

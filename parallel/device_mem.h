@@ -21,8 +21,10 @@ std::string device_unavailable();
 // Returns COLLX_MEM_HOST or COLLX_MEM_CUDA, or -1 for a value that is no collx_mem_kind_t.
 int32_t resolve_mem_kind(int32_t mem_kind, const void* buffer);
 
-// One device allocation, freed on destruction after `stream` drained (work queued on it may
-// still use the memory; the wait is bounded by timeout_ms and logged when it fails).
+// One device allocation, released on destruction after `stream` drained (work queued on it may
+// still use the memory; the wait is bounded and logged when it fails). Released blocks are
+// kept for reuse by later allocations of the same size on the same device, never given back
+// to CUDA (cudaFree synchronizes the device: device_mem.cc says why that deadlocks).
 class DeviceMem {
  public:
   DeviceMem() = default;
@@ -36,6 +38,8 @@ class DeviceMem {
  private:
   void* ptr_ = nullptr;
   void* stream_ = nullptr;
+  size_t bytes_ = 0;
+  int device_ = 0;
 };
 
 // Page-locked host memory (copies to and from it are asynchronous), freed on destruction
