@@ -2,7 +2,7 @@
 // two-stage pipeline, on as many processes as the launcher starts (COLLX_RANK,
 // COLLX_WORLD_SIZE, COLLX_STORE_ADDR, or torchrun's variables), and compares runs.
 //
-//   collx-example-mlp [--tp T] [--pp P] [--sp] [--zero S] [--comm fp32|bf16|fp16]
+//   collx-example-mlp [--tp T] [--pp P] [--sp] [--zero S] [--comm fp32|bf16|fp16] [--device]
 //                     [--steps N] [--out FILE] [--skew-layout] [--loss-scale [--inf-at STEP]]
 //                     [--die-at STEP]
 //   collx-example-mlp --compare REFERENCE RUN TOLERANCE
@@ -21,7 +21,7 @@ namespace {
 int usage(const char* why) {
   std::fprintf(stderr,
                "collx-example-mlp: %s\nusage: collx-example-mlp [--tp T] [--pp P] [--sp] [--zero 0-3] "
-               "[--comm fp32|bf16|fp16] [--steps N] [--out FILE] [--skew-layout] [--loss-scale [--inf-at STEP]] [--die-at STEP]\n"
+               "[--comm fp32|bf16|fp16] [--device] [--steps N] [--out FILE] [--skew-layout] [--loss-scale [--inf-at STEP]] [--die-at STEP]\n"
                "       collx-example-mlp --compare REFERENCE RUN TOLERANCE\n",
                why);
   return 2;
@@ -33,6 +33,8 @@ bool parse(int argc, char** argv, mlp::Options* opt, std::string* why) {
     const bool has_value = i + 1 < argc;
     if (a == "--sp") {
       opt->sp = true;
+    } else if (a == "--device") {
+      opt->device = true;
     } else if (a == "--skew-layout") {
       opt->skew_layout = true;
     } else if (a == "--loss-scale") {
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
   mlp::Options opt;
   std::string why;
   if (!parse(argc, argv, &opt, &why)) return usage(why.c_str());
+  mlp::use_device_memory(opt.device);
   collx_comm_t world = nullptr;
   collx_status_t st = collx_comm_create_from_env(nullptr, &world);
   if (st != COLLX_OK) {
