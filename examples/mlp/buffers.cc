@@ -1,6 +1,7 @@
 // Host or device buffers of the example, through the public API only.
 #include "examples/mlp/buffers.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -20,6 +21,17 @@ void device_check(collx_status_t st, const char* what) {
   check(st, what, [] { return collx_last_error(nullptr); });
 }
 
+// bytes from p (host or device memory as chosen) into host memory at out.
+void read_bytes(void* out, const void* p, size_t bytes) {
+  if (bytes == 0) return;
+  if (!g_device) {
+    std::memcpy(out, p, bytes);
+    return;
+  }
+  device_check(collx_device_memcpy(out, p, bytes, kStream), "collx_device_memcpy");
+  device_check(collx_device_stream_synchronize(kStream), "collx_device_stream_synchronize");
+}
+
 }  // namespace
 
 void use_device_memory(bool device) { g_device = device; }
@@ -27,13 +39,18 @@ bool device_memory() { return g_device; }
 
 std::vector<float> read(const float* p, size_t n) {
   std::vector<float> v(n);
-  if (n == 0) return v;
-  if (!g_device) {
-    std::memcpy(v.data(), p, n * sizeof(float));
-    return v;
+  read_bytes(v.data(), p, n * sizeof(float));
+  return v;
+}
+
+std::vector<float> read_bf16(const void* p, size_t n) {
+  std::vector<uint16_t> bits(n);
+  read_bytes(bits.data(), p, n * sizeof(uint16_t));
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t wide = static_cast<uint32_t>(bits[i]) << 16;  // bfloat16 is float's top half
+    std::memcpy(&v[i], &wide, sizeof wide);
   }
-  device_check(collx_device_memcpy(v.data(), p, n * sizeof(float), kStream), "collx_device_memcpy");
-  device_check(collx_device_stream_synchronize(kStream), "collx_device_stream_synchronize");
   return v;
 }
 

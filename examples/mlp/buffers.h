@@ -16,6 +16,8 @@ bool device_memory();
 std::vector<float> read(const float* p, size_t n);
 // Copies v to p (v.size() floats).
 void write(float* p, const std::vector<float>& v);
+// n bfloat16 values at p (a 16-bit parameter view), widened to float on the host.
+std::vector<float> read_bf16(const void* p, size_t n);
 
 // An owned float buffer in the chosen memory (move-only).
 class Buffer {

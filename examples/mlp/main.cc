@@ -3,6 +3,7 @@
 // COLLX_WORLD_SIZE, COLLX_STORE_ADDR, or torchrun's variables), and compares runs.
 //
 //   collx-example-mlp [--tp T] [--pp P] [--sp] [--zero S] [--comm fp32|bf16|fp16] [--device]
+//                     [--param-dtype fp32|bf16]
 //                     [--steps N] [--out FILE] [--skew-layout] [--loss-scale [--inf-at STEP]]
 //                     [--die-at STEP]
 //   collx-example-mlp --compare REFERENCE RUN TOLERANCE
@@ -21,7 +22,7 @@ namespace {
 int usage(const char* why) {
   std::fprintf(stderr,
                "collx-example-mlp: %s\nusage: collx-example-mlp [--tp T] [--pp P] [--sp] [--zero 0-3] "
-               "[--comm fp32|bf16|fp16] [--device] [--steps N] [--out FILE] [--skew-layout] [--loss-scale [--inf-at STEP]] [--die-at STEP]\n"
+               "[--comm fp32|bf16|fp16] [--device] [--param-dtype fp32|bf16] [--steps N] [--out FILE] [--skew-layout] [--loss-scale [--inf-at STEP]] [--die-at STEP]\n"
                "       collx-example-mlp --compare REFERENCE RUN TOLERANCE\n",
                why);
   return 2;
@@ -56,6 +57,13 @@ bool parse(int argc, char** argv, mlp::Options* opt, std::string* why) {
       opt->steps = std::atoi(argv[++i]);
     } else if (a == "--out") {
       opt->out = argv[++i];
+    } else if (a == "--param-dtype") {
+      const std::string c = argv[++i];
+      if (c != "fp32" && c != "bf16") {
+        *why = "--param-dtype takes fp32 or bf16";
+        return false;
+      }
+      opt->param_dtype = c == "bf16" ? COLLX_BFLOAT16 : COLLX_FLOAT32;
     } else if (a == "--comm") {
       const std::string c = argv[++i];
       if (c != "fp32" && c != "bf16" && c != "fp16") {

@@ -93,7 +93,7 @@ class ZeroStore : public ParamStore {
  public:
   ZeroStore(const Options& opt, collx_grid_t grid, collx_layout_t layout,
             const std::map<uint64_t, std::vector<float>>& initial)
-      : grid_(grid), stage_(opt.zero) {
+      : grid_(grid), stage_(opt.zero), param_dtype_(opt.param_dtype) {
     collx_zero_config_t c;
     collx_zero_config_init(&c, sizeof c);
     c.stage = opt.zero;
@@ -102,6 +102,7 @@ class ZeroStore : public ParamStore {
     c.comm_dtype = opt.comm_dtype;
     c.max_live_elems = 4096;
     c.mem_kind = mem_kind();
+    c.param_dtype = opt.param_dtype;  // a 16-bit view of the float32 master (device only)
     check(collx_zero_create(axes_comm(grid, COLLX_AXIS_DP), layout, &c, &z_), "collx_zero_create", [&] { return collx_zero_last_error(nullptr); });
     for (const auto& kv : initial) {
       ids_.push_back(kv.first);
@@ -121,6 +122,12 @@ class ZeroStore : public ParamStore {
     float* p = nullptr;
     check(collx_zero_param_ptr(z_, id, &p), "collx_zero_param_ptr", [&] { return collx_zero_last_error(z_); });
     return p;
+  }
+  std::vector<float> param_host(uint64_t id) override {
+    if (param_dtype_ == COLLX_FLOAT32) return ParamStore::param_host(id);
+    void* view = nullptr;
+    check(collx_zero_param_view(z_, id, &view, nullptr), "collx_zero_param_view", [&] { return collx_zero_last_error(z_); });
+    return read_bf16(view, numel(id));
   }
   float* grad(uint64_t id) override {
     if (stage_ == 3) return grads_.at(id).data();
@@ -175,6 +182,7 @@ class ZeroStore : public ParamStore {
  private:
   collx_grid_t grid_;
   int stage_;
+  int32_t param_dtype_;
   collx_zero_t z_ = nullptr;
   std::vector<uint64_t> ids_;
   std::map<uint64_t, Buffer> grads_;
@@ -184,6 +192,8 @@ class ZeroStore : public ParamStore {
 
 std::unique_ptr<ParamStore> make_store(const Options& opt, collx_grid_t grid, collx_layout_t layout,
                                        const std::map<uint64_t, std::vector<float>>& initial) {
+  if (opt.param_dtype != COLLX_FLOAT32 && (opt.zero == 0 || !opt.device))
+    throw Failure{COLLX_ERR_INVALID_ARG, "--param-dtype bf16 needs --zero 1-3 and --device (ZeRO's 16-bit views)"};
   if (opt.zero == 0) return std::make_unique<DpStore>(opt, grid, layout, initial);
   return std::make_unique<ZeroStore>(opt, grid, layout, initial);
 }

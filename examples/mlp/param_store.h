@@ -27,6 +27,7 @@ struct Options {
   float lr = 0.1f;
   bool skew_layout = false;  // rank 1 registers a different layout (the mismatch test)
   bool device = false;       // parameters, gradients and collx's activations in device memory
+  int32_t param_dtype = COLLX_FLOAT32;  // ZeRO's parameter view (bf16: --zero and --device)
   bool loss_scale = false;   // fp16-style dynamic loss scaling (collx_scaler_*)
   int inf_at = -1;           // step at which the last rank's gradient overflows (a test)
   int die_at = -1;           // step at which the last rank exits during backward (a test)
@@ -62,7 +63,7 @@ class ParamStore {
   // param() and grad() point at device memory with --device: the host math works on these
   // copies, and writes an accumulated gradient back with set_grad.
   size_t numel(uint64_t id) const { return sizes_.at(id); }
-  std::vector<float> param_host(uint64_t id) { return read(param(id), numel(id)); }
+  virtual std::vector<float> param_host(uint64_t id) { return read(param(id), numel(id)); }
   std::vector<float> grad_host(uint64_t id) { return read(grad(id), numel(id)); }
   void set_grad(uint64_t id, const std::vector<float>& g) { write(grad(id), g); }
 
