@@ -7,6 +7,7 @@
 //                     [--steps N] [--out FILE] [--skew-layout] [--loss-scale [--inf-at STEP]]
 //                     [--die-at STEP]
 //   collx-example-mlp --compare REFERENCE RUN TOLERANCE
+//   collx-example-mlp --has-device      (exit 0 with a usable device, else 77 saying why)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +86,15 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--compare") == 0) {
     if (argc != 5) return usage("--compare takes REFERENCE RUN TOLERANCE");
     return mlp::compare_runs(argv[2], argv[3], std::atof(argv[4]));
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--has-device") == 0) {
+    void* p = nullptr;
+    if (collx_device_alloc(1, &p) != COLLX_OK) {
+      std::fprintf(stderr, "collx-example-mlp: %s\n", collx_last_error(nullptr));
+      return 77;  // ctest's SKIP_RETURN_CODE of the GPU cases
+    }
+    collx_device_free(p);
+    return 0;
   }
   mlp::Options opt;
   std::string why;
