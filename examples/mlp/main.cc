@@ -2,10 +2,12 @@
 // two-stage pipeline, on as many processes as the launcher starts (COLLX_RANK,
 // COLLX_WORLD_SIZE, COLLX_STORE_ADDR, or torchrun's variables), and compares runs.
 //
-//   collx-example-mlp [--tp T] [--pp P] [--sp] [--zero S] [--comm fp32|bf16|fp16]
+//   collx-example-mlp [--tp T] [--pp P] [--sp] [--zero S] [--comm fp32|bf16|fp16] [--device]
+//                     [--param-dtype fp32|bf16]
 //                     [--steps N] [--out FILE] [--skew-layout] [--loss-scale [--inf-at STEP]]
 //                     [--die-at STEP]
 //   collx-example-mlp --compare REFERENCE RUN TOLERANCE
+//   collx-example-mlp --has-device      (exit 0 with a usable device, else 77 saying why)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,7 +23,7 @@ namespace {
 int usage(const char* why) {
   std::fprintf(stderr,
                "collx-example-mlp: %s\nusage: collx-example-mlp [--tp T] [--pp P] [--sp] [--zero 0-3] "
-               "[--comm fp32|bf16|fp16] [--steps N] [--out FILE] [--skew-layout] [--loss-scale [--inf-at STEP]] [--die-at STEP]\n"
+               "[--comm fp32|bf16|fp16] [--device] [--param-dtype fp32|bf16] [--steps N] [--out FILE] [--skew-layout] [--loss-scale [--inf-at STEP]] [--die-at STEP]\n"
                "       collx-example-mlp --compare REFERENCE RUN TOLERANCE\n",
                why);
   return 2;
@@ -33,6 +35,8 @@ bool parse(int argc, char** argv, mlp::Options* opt, std::string* why) {
     const bool has_value = i + 1 < argc;
     if (a == "--sp") {
       opt->sp = true;
+    } else if (a == "--device") {
+      opt->device = true;
     } else if (a == "--skew-layout") {
       opt->skew_layout = true;
     } else if (a == "--loss-scale") {
@@ -54,6 +58,13 @@ bool parse(int argc, char** argv, mlp::Options* opt, std::string* why) {
       opt->steps = std::atoi(argv[++i]);
     } else if (a == "--out") {
       opt->out = argv[++i];
+    } else if (a == "--param-dtype") {
+      const std::string c = argv[++i];
+      if (c != "fp32" && c != "bf16") {
+        *why = "--param-dtype takes fp32 or bf16";
+        return false;
+      }
+      opt->param_dtype = c == "bf16" ? COLLX_BFLOAT16 : COLLX_FLOAT32;
     } else if (a == "--comm") {
       const std::string c = argv[++i];
       if (c != "fp32" && c != "bf16" && c != "fp16") {
@@ -76,9 +87,19 @@ int main(int argc, char** argv) {
     if (argc != 5) return usage("--compare takes REFERENCE RUN TOLERANCE");
     return mlp::compare_runs(argv[2], argv[3], std::atof(argv[4]));
   }
+  if (argc == 2 && std::strcmp(argv[1], "--has-device") == 0) {
+    void* p = nullptr;
+    if (collx_device_alloc(1, &p) != COLLX_OK) {
+      std::fprintf(stderr, "collx-example-mlp: %s\n", collx_last_error(nullptr));
+      return 77;  // ctest's SKIP_RETURN_CODE of the GPU cases
+    }
+    collx_device_free(p);
+    return 0;
+  }
   mlp::Options opt;
   std::string why;
   if (!parse(argc, argv, &opt, &why)) return usage(why.c_str());
+  mlp::use_device_memory(opt.device);
   collx_comm_t world = nullptr;
   collx_status_t st = collx_comm_create_from_env(nullptr, &world);
   if (st != COLLX_OK) {

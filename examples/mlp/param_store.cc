@@ -19,16 +19,23 @@ collx_comm_t axes_comm(collx_grid_t grid, uint32_t axes) {
   return c;
 }
 
+int32_t mem_kind() { return device_memory() ? COLLX_MEM_CUDA : COLLX_MEM_HOST; }
+
 constexpr uint32_t kInstance = COLLX_AXIS_TP | COLLX_AXIS_CP | COLLX_AXIS_DP | COLLX_AXIS_PP;
 
 class DpStore : public ParamStore {
  public:
   DpStore(const Options& opt, collx_grid_t grid, collx_layout_t layout,
           const std::map<uint64_t, std::vector<float>>& initial)
-      : grid_(grid), layout_(layout), params_(initial), lr_(opt.lr) {
+      : grid_(grid), layout_(layout), lr_(opt.lr) {
+    for (const auto& kv : initial) {
+      params_.emplace(kv.first, Buffer(kv.second));
+      sizes_[kv.first] = kv.second.size();
+    }
     collx_dp_config_t c;
     collx_dp_config_init(&c, sizeof c);
     c.comm_dtype = opt.comm_dtype;
+    c.mem_kind = mem_kind();  // stream NULL: the default stream, as buffers.cc copies on
     check(collx_dp_create(axes_comm(grid, COLLX_AXIS_DP), layout, &c, nullptr, &dp_), "collx_dp_create", [&] { return collx_dp_last_error(nullptr); });
   }
   ~DpStore() override { collx_dp_destroy(dp_); }
@@ -66,16 +73,18 @@ class DpStore : public ParamStore {
   void skip() override {}  // begin_step zeroes the buffer
   void step() override {
     for (auto& kv : params_) {
-      const float* g = grad(kv.first);
-      for (size_t i = 0; i < kv.second.size(); ++i) kv.second[i] -= lr_ * g[i];
+      std::vector<float> p = kv.second.read();
+      const std::vector<float> g = grad_host(kv.first);
+      for (size_t i = 0; i < p.size(); ++i) p[i] -= lr_ * g[i];
+      kv.second.write(p);
     }
   }
-  std::vector<float> full_tensor(uint64_t id) override { return params_.at(id); }
+  std::vector<float> full_tensor(uint64_t id) override { return params_.at(id).read(); }
 
  private:
   collx_grid_t grid_;
   collx_layout_t layout_;
-  std::map<uint64_t, std::vector<float>> params_;
+  std::map<uint64_t, Buffer> params_;
   float lr_;
   collx_dp_t dp_ = nullptr;
 };
@@ -84,7 +93,7 @@ class ZeroStore : public ParamStore {
  public:
   ZeroStore(const Options& opt, collx_grid_t grid, collx_layout_t layout,
             const std::map<uint64_t, std::vector<float>>& initial)
-      : grid_(grid), stage_(opt.zero) {
+      : grid_(grid), stage_(opt.zero), param_dtype_(opt.param_dtype) {
     collx_zero_config_t c;
     collx_zero_config_init(&c, sizeof c);
     c.stage = opt.zero;
@@ -92,12 +101,14 @@ class ZeroStore : public ParamStore {
     c.lr = opt.lr;
     c.comm_dtype = opt.comm_dtype;
     c.max_live_elems = 4096;
+    c.mem_kind = mem_kind();
+    c.param_dtype = opt.param_dtype;  // a 16-bit view of the float32 master (device only)
     check(collx_zero_create(axes_comm(grid, COLLX_AXIS_DP), layout, &c, &z_), "collx_zero_create", [&] { return collx_zero_last_error(nullptr); });
     for (const auto& kv : initial) {
       ids_.push_back(kv.first);
       sizes_[kv.first] = kv.second.size();
       check(collx_zero_load(z_, kv.first, 0, kv.second.size(), kv.second.data()), "collx_zero_load", [&] { return collx_zero_last_error(z_); });
-      if (stage_ == 3) grads_[kv.first].assign(kv.second.size(), 0.0f);
+      if (stage_ == 3) grads_.emplace(kv.first, Buffer(kv.second.size()));
     }
     check(collx_zero_publish(z_), "collx_zero_publish", [&] { return collx_zero_last_error(z_); });
   }
@@ -105,12 +116,18 @@ class ZeroStore : public ParamStore {
   void begin_step() override {
     if (stage_ != 3) return;
     check(collx_zero3_fetch(z_, ids_.data(), ids_.size()), "collx_zero3_fetch", [&] { return collx_zero_last_error(z_); });
-    for (auto& kv : grads_) std::fill(kv.second.begin(), kv.second.end(), 0.0f);
+    for (auto& kv : grads_) kv.second.write(std::vector<float>(kv.second.size(), 0.0f));
   }
   float* param(uint64_t id) override {
     float* p = nullptr;
     check(collx_zero_param_ptr(z_, id, &p), "collx_zero_param_ptr", [&] { return collx_zero_last_error(z_); });
     return p;
+  }
+  std::vector<float> param_host(uint64_t id) override {
+    if (param_dtype_ == COLLX_FLOAT32) return ParamStore::param_host(id);
+    void* view = nullptr;
+    check(collx_zero_param_view(z_, id, &view, nullptr), "collx_zero_param_view", [&] { return collx_zero_last_error(z_); });
+    return read_bf16(view, numel(id));
   }
   float* grad(uint64_t id) override {
     if (stage_ == 3) return grads_.at(id).data();
@@ -149,7 +166,7 @@ class ZeroStore : public ParamStore {
     float* grad = nullptr;
     size_t n = 0;
     collx_zero_shard(z_, nullptr, &grad, &n);
-    std::fill(grad, grad + n, 0.0f);
+    write(grad, std::vector<float>(n, 0.0f));
   }
   void step() override {
     check(collx_zero_step(z_, 1.0), "collx_zero_step", [&] { return collx_zero_last_error(z_); });
@@ -157,11 +174,7 @@ class ZeroStore : public ParamStore {
   }
   std::vector<float> full_tensor(uint64_t id) override {
     std::vector<float> out(sizes_.at(id));
-    if (stage_ != 3) {  // the published parameters: a real replica check for stages 1 and 2
-      const float* p = param(id);
-      std::copy(p, p + out.size(), out.begin());
-      return out;
-    }
+    if (stage_ != 3) return param_host(id);  // the published parameters: a real replica check
     check(collx_zero_full_tensor(z_, id, out.data()), "collx_zero_full_tensor", [&] { return collx_zero_last_error(z_); });
     return out;
   }
@@ -169,16 +182,18 @@ class ZeroStore : public ParamStore {
  private:
   collx_grid_t grid_;
   int stage_;
+  int32_t param_dtype_;
   collx_zero_t z_ = nullptr;
   std::vector<uint64_t> ids_;
-  std::map<uint64_t, std::vector<float>> grads_;
-  std::map<uint64_t, size_t> sizes_;
+  std::map<uint64_t, Buffer> grads_;
 };
 
 }  // namespace
 
 std::unique_ptr<ParamStore> make_store(const Options& opt, collx_grid_t grid, collx_layout_t layout,
                                        const std::map<uint64_t, std::vector<float>>& initial) {
+  if (opt.param_dtype != COLLX_FLOAT32 && (opt.zero == 0 || !opt.device))
+    throw Failure{COLLX_ERR_INVALID_ARG, "--param-dtype bf16 needs --zero 1-3 and --device (ZeRO's 16-bit views)"};
   if (opt.zero == 0) return std::make_unique<DpStore>(opt, grid, layout, initial);
   return std::make_unique<ZeroStore>(opt, grid, layout, initial);
 }

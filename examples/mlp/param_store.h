@@ -12,6 +12,7 @@
 
 #include "collx/collx.h"
 #include "collx/parallel.h"
+#include "examples/mlp/buffers.h"
 
 namespace mlp {
 
@@ -25,6 +26,8 @@ struct Options {
   int microbatches = 2;
   float lr = 0.1f;
   bool skew_layout = false;  // rank 1 registers a different layout (the mismatch test)
+  bool device = false;       // parameters, gradients and collx's activations in device memory
+  int32_t param_dtype = COLLX_FLOAT32;  // ZeRO's parameter view (bf16: --zero and --device)
   bool loss_scale = false;   // fp16-style dynamic loss scaling (collx_scaler_*)
   int inf_at = -1;           // step at which the last rank's gradient overflows (a test)
   int die_at = -1;           // step at which the last rank exits during backward (a test)
@@ -56,6 +59,16 @@ class ParamStore {
   virtual void skip() = 0;
   // The tensor's current values on this TP/PP shard, identical on every DP rank.
   virtual std::vector<float> full_tensor(uint64_t id) = 0;
+
+  // param() and grad() point at device memory with --device: the host math works on these
+  // copies, and writes an accumulated gradient back with set_grad.
+  size_t numel(uint64_t id) const { return sizes_.at(id); }
+  virtual std::vector<float> param_host(uint64_t id) { return read(param(id), numel(id)); }
+  std::vector<float> grad_host(uint64_t id) { return read(grad(id), numel(id)); }
+  void set_grad(uint64_t id, const std::vector<float>& g) { write(grad(id), g); }
+
+ protected:
+  std::map<uint64_t, size_t> sizes_;
 };
 
 // ids: the local tensors (registration order); the layout is finalized and verified over

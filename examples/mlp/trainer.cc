@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <vector>
@@ -66,6 +68,27 @@ collx_layout_t build_layout(const Options& opt, const Rank& r, const std::map<ui
   return l;
 }
 
+// The tp/sp ops on the example's data, through Buffers: with --device collx sees device
+// memory, as an engine's activations would be; the result comes back to the host math.
+std::vector<float> sp_gather(const std::vector<float>& part, size_t rows, size_t cols, const Rank& r) {
+  Buffer in(part), out(rows * static_cast<size_t>(r.tp_size) * cols);
+  check(collx_sp_gather_first(in.data(), out.data(), rows, cols, COLLX_FLOAT32, r.tp_comm), "collx_sp_gather_first",
+        [&] { return collx_parallel_last_error(); });
+  return out.read();
+}
+
+std::vector<float> sp_reduce_scatter(const std::vector<float>& full, size_t rows, size_t cols, const Rank& r) {
+  Buffer in(full), out(rows / static_cast<size_t>(r.tp_size) * cols);
+  check(collx_sp_reduce_scatter_first(in.data(), out.data(), rows, cols, COLLX_FLOAT32, r.tp_comm),
+        "collx_sp_reduce_scatter_first", [&] { return collx_parallel_last_error(); });
+  return out.read();
+}
+
+void tp_allreduce(float* values, size_t n, const Rank& r) {
+  check(collx_tp_allreduce(values, n, COLLX_FLOAT32, r.tp_comm), "collx_tp_allreduce",
+        [&] { return collx_parallel_last_error(); });
+}
+
 // One step without pipelining: (SP) gather, column-parallel layer 1, row-parallel layer 2
 // with g (all-reduce) or the SP reduce-scatter, loss, and the conjugate backward.
 double forward_backward(const Options& opt, const Rank& r, ParamStore& s, int step, float loss_scale) {
@@ -73,41 +96,47 @@ double forward_backward(const Options& opt, const Rank& r, ParamStore& s, int st
   const size_t n_local = opt.sp ? dp_rows / static_cast<size_t>(r.tp_size) : dp_rows;
   const size_t first = static_cast<size_t>(r.dp) * dp_rows + (opt.sp ? static_cast<size_t>(r.tp) * n_local : 0);
   std::vector<float> x = batch_inputs(first, n_local, step), t = batch_targets(first, n_local, step);
-  std::vector<float> x_full = x;
+  const std::vector<float> x_full = opt.sp ? sp_gather(x, n_local, kIn, r) : x;
+  const std::vector<float> w1 = s.param_host(kW1), b1 = s.param_host(kB1), w2 = s.param_host(kW2),
+                           b2 = s.param_host(kB2);
+  std::vector<float> a = layer1_forward(x_full.data(), dp_rows, w1.data(), b1.data(), hl);
+  std::vector<float> y_part = layer2_partial(a.data(), dp_rows, w2.data(), hl);
+  std::vector<float> y, dy(n_local * kOut);
   if (opt.sp) {
-    x_full.resize(dp_rows * kIn);
-    check(collx_sp_gather_first(x.data(), x_full.data(), n_local, kIn, COLLX_FLOAT32, r.tp_comm),
-          "collx_sp_gather_first", [&] { return collx_parallel_last_error(); });
-  }
-  std::vector<float> a = layer1_forward(x_full.data(), dp_rows, s.param(kW1), s.param(kB1), hl);
-  std::vector<float> y_part = layer2_partial(a.data(), dp_rows, s.param(kW2), hl);
-  std::vector<float> y(n_local * kOut), dy(n_local * kOut);
-  if (opt.sp) {
-    check(collx_sp_reduce_scatter_first(y_part.data(), y.data(), dp_rows, kOut, COLLX_FLOAT32, r.tp_comm),
-          "collx_sp_reduce_scatter_first", [&] { return collx_parallel_last_error(); });
+    y = sp_reduce_scatter(y_part, dp_rows, kOut, r);
+  } else if (r.tp_size > 1) {
+    Buffer yb(y_part);
+    tp_allreduce(yb.data(), yb.size(), r);
+    y = yb.read();
   } else {
     y = y_part;
-    if (r.tp_size > 1)
-      check(collx_tp_allreduce(y.data(), y.size(), COLLX_FLOAT32, r.tp_comm), "collx_tp_allreduce", [&] { return collx_parallel_last_error(); });
   }
-  double loss = loss_and_grad(y.data(), t.data(), n_local, s.param(kB2), loss_scale / static_cast<float>(dp_rows),
-                              dy.data());
-  std::vector<float> dy_full = dy;
-  if (opt.sp) {
-    dy_full.resize(dp_rows * kOut);
-    check(collx_sp_gather_first(dy.data(), dy_full.data(), n_local, kOut, COLLX_FLOAT32, r.tp_comm),
-          "collx_sp_gather_first", [&] { return collx_parallel_last_error(); });
-  }
-  bias_backward(dy.data(), n_local, kOut, s.grad(kB2));
-  std::vector<float> da = layer2_backward(dy_full.data(), a.data(), dp_rows, s.param(kW2), hl, s.grad(kW2));
-  layer1_backward(da.data(), a.data(), x_full.data(), dp_rows, hl, s.grad(kW1), s.grad(kB1));
-  if (opt.sp)  // Megatron's all-reduce of sequence-parallel norm gradients
-    check(collx_tp_allreduce(s.grad(kB2), kOut, COLLX_FLOAT32, r.tp_comm), "collx_tp_allreduce", [&] { return collx_parallel_last_error(); });
+  double loss = loss_and_grad(y.data(), t.data(), n_local, b2.data(), loss_scale / static_cast<float>(dp_rows), dy.data());
+  const std::vector<float> dy_full = opt.sp ? sp_gather(dy, n_local, kOut, r) : dy;
+  std::vector<float> gb2 = s.grad_host(kB2), gw2 = s.grad_host(kW2), gw1 = s.grad_host(kW1), gb1 = s.grad_host(kB1);
+  bias_backward(dy.data(), n_local, kOut, gb2.data());
+  std::vector<float> da = layer2_backward(dy_full.data(), a.data(), dp_rows, w2.data(), hl, gw2.data());
+  layer1_backward(da.data(), a.data(), x_full.data(), dp_rows, hl, gw1.data(), gb1.data());
+  s.set_grad(kB2, gb2);
+  s.set_grad(kW2, gw2);
+  s.set_grad(kW1, gw1);
+  s.set_grad(kB1, gb1);
+  if (opt.sp) tp_allreduce(s.grad(kB2), kOut, r);  // Megatron's all-reduce of sequence-parallel norm gradients
   return (opt.sp || r.tp == 0) ? loss : 0.0;  // each row's loss counted once
 }
 
+// Adds a backward pass's contribution into the tensors' gradients (through host copies).
+void accumulate_grads(ParamStore& s, std::initializer_list<uint64_t> ids,
+                      const std::function<void(std::map<uint64_t, std::vector<float>>&)>& backward) {
+  std::map<uint64_t, std::vector<float>> g;
+  for (uint64_t id : ids) g[id] = s.grad_host(id);
+  backward(g);
+  for (uint64_t id : ids) s.set_grad(id, g[id]);
+}
+
 // One step of a two-stage pipeline (tp = 1): 1F1B over micro-batches, each action's
-// sends batched with the next action's receives.
+// sends batched with the next action's receives. The messages (a forward, da backward)
+// are Buffers: device memory with --device.
 double pipeline_step(const Options& opt, const Rank& r, ParamStore& s, int step, float loss_scale) {
   const size_t dp_rows = kBatch / static_cast<size_t>(r.dp_size), m = static_cast<size_t>(opt.microbatches);
   const size_t rows = dp_rows / m, first = static_cast<size_t>(r.dp) * dp_rows;
@@ -116,14 +145,19 @@ double pipeline_step(const Options& opt, const Rank& r, ParamStore& s, int step,
   check(collx_pp_schedule_1f1b(r.pp_size, r.pp, opt.microbatches, nullptr, 0, &n), "collx_pp_schedule_1f1b");
   std::vector<collx_pp_action_t> acts(n);
   check(collx_pp_schedule_1f1b(r.pp_size, r.pp, opt.microbatches, acts.data(), n, &n), "collx_pp_schedule_1f1b");
-  std::vector<std::vector<float>> x(m), a(m, std::vector<float>(rows * kHidden)), da(m, std::vector<float>(rows * kHidden));
+  std::vector<std::vector<float>> x(m), a(m);
+  std::vector<Buffer> a_msg, da_msg;
+  for (size_t i = 0; i < m; ++i) {
+    a_msg.emplace_back(rows * kHidden);
+    da_msg.emplace_back(rows * kHidden);
+  }
   double loss = 0;
   const float* send_next = nullptr;
   const float* send_prev = nullptr;
   for (size_t k = 0; k <= acts.size(); ++k) {
     const collx_pp_action_t* act = k < acts.size() ? &acts[k] : nullptr;
-    float* recv_prev = act && act->kind == COLLX_PP_FORWARD && !stage0 ? a[act->microbatch].data() : nullptr;
-    float* recv_next = act && act->kind == COLLX_PP_BACKWARD && stage0 ? da[act->microbatch].data() : nullptr;
+    float* recv_prev = act && act->kind == COLLX_PP_FORWARD && !stage0 ? a_msg[act->microbatch].data() : nullptr;
+    float* recv_next = act && act->kind == COLLX_PP_BACKWARD && stage0 ? da_msg[act->microbatch].data() : nullptr;
     check(collx_pp_exchange(r.pp_comm, send_next, recv_prev, send_prev, recv_next, rows * kHidden, COLLX_FLOAT32, 0,
                             60000),
           "collx_pp_exchange", [&] { return collx_parallel_last_error(); });
@@ -132,19 +166,29 @@ double pipeline_step(const Options& opt, const Rank& r, ParamStore& s, int step,
     const size_t mb = static_cast<size_t>(act->microbatch), row0 = first + mb * rows;
     if (stage0 && act->kind == COLLX_PP_FORWARD) {
       x[mb] = batch_inputs(row0, rows, step);
-      a[mb] = layer1_forward(x[mb].data(), rows, s.param(kW1), s.param(kB1), kHidden);
-      send_next = a[mb].data();
+      a[mb] = layer1_forward(x[mb].data(), rows, s.param_host(kW1).data(), s.param_host(kB1).data(), kHidden);
+      a_msg[mb].write(a[mb]);
+      send_next = a_msg[mb].data();
     } else if (stage0) {
-      layer1_backward(da[mb].data(), a[mb].data(), x[mb].data(), rows, kHidden, s.grad(kW1), s.grad(kB1));
+      const std::vector<float> da = da_msg[mb].read();
+      accumulate_grads(s, {kW1, kB1}, [&](std::map<uint64_t, std::vector<float>>& g) {
+        layer1_backward(da.data(), a[mb].data(), x[mb].data(), rows, kHidden, g[kW1].data(), g[kB1].data());
+      });
     } else if (act->kind == COLLX_PP_FORWARD) {
-      std::vector<float> y = layer2_partial(a[mb].data(), rows, s.param(kW2), kHidden), dy(rows * kOut);
+      a[mb] = a_msg[mb].read();
+      std::vector<float> y = layer2_partial(a[mb].data(), rows, s.param_host(kW2).data(), kHidden), dy(rows * kOut);
       std::vector<float> t = batch_targets(row0, rows, step);
-      loss += loss_and_grad(y.data(), t.data(), rows, s.param(kB2), loss_scale / static_cast<float>(dp_rows), dy.data());
+      loss += loss_and_grad(y.data(), t.data(), rows, s.param_host(kB2).data(), loss_scale / static_cast<float>(dp_rows),
+                            dy.data());
       x[mb] = dy;  // the last stage keeps dy for its backward
     } else {
-      bias_backward(x[mb].data(), rows, kOut, s.grad(kB2));
-      da[mb] = layer2_backward(x[mb].data(), a[mb].data(), rows, s.param(kW2), kHidden, s.grad(kW2));
-      send_prev = da[mb].data();
+      std::vector<float> da;
+      accumulate_grads(s, {kB2, kW2}, [&](std::map<uint64_t, std::vector<float>>& g) {
+        bias_backward(x[mb].data(), rows, kOut, g[kB2].data());
+        da = layer2_backward(x[mb].data(), a[mb].data(), rows, s.param_host(kW2).data(), kHidden, g[kW2].data());
+      });
+      da_msg[mb].write(da);
+      send_prev = da_msg[mb].data();
     }
   }
   return loss;
@@ -273,7 +317,11 @@ void train(const Options& opt, collx_comm_t world) {
     double loss = r.pp_size > 1 ? pipeline_step(opt, r, *store, step, static_cast<float>(scale))
                                 : forward_backward(opt, r, *store, step, static_cast<float>(scale));
     check(collx_allreduce(&loss, &loss, 1, COLLX_FLOAT64, COLLX_SUM, world, nullptr), "collx_allreduce");
-    if (step == opt.inf_at && r.world + 1 == world_size(world)) store->grad(first_local_id(init))[0] = INFINITY;
+    if (step == opt.inf_at && r.world + 1 == world_size(world)) {
+      std::vector<float> g = store->grad_host(first_local_id(init));
+      g[0] = INFINITY;
+      store->set_grad(first_local_id(init), g);
+    }
     if (step == opt.die_at && r.world + 1 == world_size(world)) std::_Exit(3);  // a crash mid-step
     store->reduce_grads();
     int32_t skipped = 0;

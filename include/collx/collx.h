@@ -619,4 +619,7 @@ COLLX_API collx_status_t collx_group_end(void);
 } /* extern "C" */
 #endif
 
+/* Device-memory utilities (allocation, copies, stream waits). */
+#include "collx/device.h"
+
 #endif /* COLLX_COLLX_H_ */

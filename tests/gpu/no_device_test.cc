@@ -91,6 +91,17 @@ TEST(NoDevice, LayersReportInsteadOfCrashing) {
   EXPECT_FALSE(cuda::cuda_reduce(&x, &x, &x, 1, COLLX_INT32, COLLX_SUM, nullptr).ok());
 }
 
+TEST(NoDevice, PublicDeviceUtilitiesSayWhy) {
+  void* p = nullptr;
+  EXPECT_EQ(collx_device_alloc(16, &p), COLLX_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(collx_last_error(nullptr)).find("no usable device"), std::string::npos);
+  EXPECT_EQ(p, nullptr);
+  int x = 0, y = 0;
+  EXPECT_EQ(collx_device_memcpy(&x, &y, sizeof x, nullptr), COLLX_ERR_UNSUPPORTED);
+  EXPECT_EQ(collx_device_stream_synchronize(nullptr), COLLX_ERR_UNSUPPORTED);
+  EXPECT_EQ(collx_device_free(nullptr), COLLX_OK);
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace collx
