@@ -34,6 +34,7 @@ fi
 # Every gpu_* test and benchmark the build defines (the tier grows; naming them here went stale).
 mapfile -t targets < <(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\(gpu_[a-z0-9_]*\): .*/\1/p' | sort -u)
 [ ${#targets[@]} -gt 0 ] || { echo "no gpu_* targets in $BUILD (CUDA not found at configure?)"; exit 1; }
+targets+=(collx-example-mlp)  # example_mlp_gpu_*: the MLP example on device buffers (label gpu)
 t0=$(date +%s)
 cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" >>"$LOG" 2>&1 || { tail -40 "$LOG"; exit 1; }
 echo "   built in $(( $(date +%s) - t0 )) s"
@@ -41,7 +42,8 @@ echo "   built in $(( $(date +%s) - t0 )) s"
 # The real-device tier only ('^gpu$': not the gpu-emulated copies CI runs). It includes the
 # parallel/ step on device buffers: gpu_parallel_dp_device_test and gpu_parallel_zero_device_test
 # (dp reducer, ZeRO 0-3, offload, bf16/fp16 on the GPU against host-buffer runs) and
-# gpu_parallel_device_test (tp/sp, cross-entropy, pipeline, norms).
+# gpu_parallel_device_test (tp/sp, cross-entropy, pipeline, norms), and example_mlp_gpu_*
+# (examples/mlp --device: dp, ZeRO, tp, pp on device buffers against the host reference).
 step "GPU tests (ctest -L '^gpu\$')"
 ctest --test-dir "$BUILD" -L '^gpu$' --output-on-failure --timeout 300 >>"$LOG" 2>&1
 tests_rc=$?
