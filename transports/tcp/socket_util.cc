@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lib/common/host_port.h"
+
 namespace collx {
 namespace tcp {
 
@@ -76,28 +78,10 @@ SocketAddress address_from_sockaddr(const sockaddr* sa, socklen_t length) {
 }
 
 Status parse_address(const std::string& text, SocketAddress* out) {
-  std::string host, port_text;
-  if (!text.empty() && text[0] == '[') {
-    size_t close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      return make_status(COLLX_ERR_INVALID_ARG, "malformed address '%s' (expected [ipv6]:port)", text.c_str());
-    }
-    host = text.substr(1, close - 1);
-    port_text = text.substr(close + 2);
-  } else {
-    size_t colon = text.rfind(':');
-    if (colon == std::string::npos || text.find(':') != colon) {
-      return make_status(COLLX_ERR_INVALID_ARG, "malformed address '%s' (expected ip:port)", text.c_str());
-    }
-    host = text.substr(0, colon);
-    port_text = text.substr(colon + 1);
-  }
-  if (port_text.empty() || port_text.size() > 5 ||
-      !std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return make_status(COLLX_ERR_INVALID_ARG, "malformed port in address '%s'", text.c_str());
-  }
-  unsigned long port = std::stoul(port_text);
-  if (port > 65535) return make_status(COLLX_ERR_INVALID_ARG, "port out of range in address '%s'", text.c_str());
+  HostPort parsed;
+  COLLX_RETURN_IF_ERROR(parse_host_port(text, "address", &parsed));
+  const std::string& host = parsed.host;
+  const int port = parsed.port;
 
   SocketAddress address;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&address.storage);
@@ -209,17 +193,6 @@ Status choose_interface(const std::vector<LocalInterface>& interfaces, const std
   return Status::Ok();
 }
 
-// "host:port" -> "host", "[v6]:port" -> "v6"; a bare host (or bare IPv6) is kept.
-static std::string strip_port(const std::string& text) {
-  if (!text.empty() && text[0] == '[') {
-    size_t close = text.find(']');
-    return close == std::string::npos ? text : text.substr(1, close - 1);
-  }
-  size_t colon = text.find(':');
-  if (colon != std::string::npos && text.find(':', colon + 1) == std::string::npos) return text.substr(0, colon);
-  return text;
-}
-
 static SocketAddress loopback_v4() {
   SocketAddress address;
   parse_address("127.0.0.1:0", &address).ignore();
@@ -237,7 +210,7 @@ Status choose_local_address(const std::string& ifname, const std::string& route_
     *why = "interface " + chosen.name + " (COLLX_SOCKET_IFNAME=" + ifname + ")";
     return Status::Ok();
   }
-  std::string host = strip_port(route_to_host);
+  std::string host = host_of(route_to_host);
   if (host.empty()) {
     *out = loopback_v4();
     *why = "loopback (no interface or route host given)";
