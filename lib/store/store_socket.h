@@ -10,7 +10,7 @@
 #include "lib/common/deadline.h"
 #include "lib/common/host_port.h"
 #include "lib/common/status.h"
-#include "lib/store/unique_fd.h"
+#include "lib/common/unique_fd.h"
 
 namespace collx {
 

@@ -18,11 +18,6 @@
 namespace collx {
 namespace tcp {
 
-void Fd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);  // EINTR on close still closes the fd on Linux: never retry
-  fd_ = fd;
-}
-
 std::string errno_string(int error) {
   char buffer[128];
   return std::string(strerror_r(error, buffer, sizeof buffer));
@@ -234,7 +229,7 @@ Status choose_local_address(const std::string& ifname, const std::string& route_
   }
   // Connecting a UDP socket sends nothing; it only asks the kernel which local address the
   // route to the target uses.
-  Fd probe(::socket(target.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  UniqueFd probe(::socket(target.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!probe.valid()) return system_error("socket (route probe)", errno);
   if (::connect(probe.get(), target.sa(), target.length) != 0) {
     int error = errno;
@@ -269,9 +264,9 @@ Status set_nodelay(int fd) {
   return Status::Ok();
 }
 
-Status listen_on(const SocketAddress& address, int backlog, Fd* out, SocketAddress* bound,
+Status listen_on(const SocketAddress& address, int backlog, UniqueFd* out, SocketAddress* bound,
                  size_t socket_buffer_bytes) {
-  Fd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return system_error("socket", errno);
   int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -290,8 +285,8 @@ Status listen_on(const SocketAddress& address, int backlog, Fd* out, SocketAddre
   return Status::Ok();
 }
 
-int start_connect(const SocketAddress& address, Fd* out, size_t socket_buffer_bytes) {
-  Fd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+int start_connect(const SocketAddress& address, UniqueFd* out, size_t socket_buffer_bytes) {
+  UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return errno;
   int one = 1;
   ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
