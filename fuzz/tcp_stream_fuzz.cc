@@ -124,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   params.unexpected_max_bytes = (config & 2) ? 100 : (1 << 20);  // small: pauses for budget
 
   MeshSockets sockets(2);
-  std::vector<Fd> peer_ends;
+  std::vector<UniqueFd> peer_ends;
   for (int i = 0; i < params.sockets_per_peer; ++i) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) std::abort();
@@ -133,7 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     peer_ends.emplace_back(pair[1]);
   }
   std::vector<SocketAddress> addresses(2);
-  Fd listener(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));  // never readable: no late connections
+  UniqueFd listener(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));  // never readable: no late connections
   auto engine = std::make_unique<TcpEngine>(params, std::move(listener), SocketAddress(), addresses,
                                             std::move(sockets));
   if (!engine->init().ok()) std::abort();

@@ -15,6 +15,7 @@
 // communicator keeps every wait a single blocking call with one deadline.
 #include <string>
 
+#include "lib/common/host_port.h"
 #include "lib/common/log.h"
 #include "lib/common/settings.h"
 #include "lib/core/comm.h"
@@ -30,16 +31,6 @@
 
 namespace collx {
 namespace {
-
-// The host part of "host:port" / "[v6]:port" (empty if malformed).
-std::string host_of(const std::string& address) {
-  if (!address.empty() && address.front() == '[') {
-    size_t close = address.find(']');
-    return close == std::string::npos ? std::string() : address.substr(1, close - 1);
-  }
-  size_t colon = address.rfind(':');
-  return colon == std::string::npos ? address : address.substr(0, colon);
-}
 
 std::string allowed_names(uint32_t mask) {
   std::string out;

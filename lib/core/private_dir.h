@@ -9,7 +9,7 @@
 #include <string>
 
 #include "lib/common/status.h"
-#include "lib/store/unique_fd.h"
+#include "lib/common/unique_fd.h"
 
 namespace collx {
 

@@ -21,7 +21,7 @@
 #include "lib/store/store.h"
 #include "lib/store/store_common.h"
 #include "lib/store/store_timeout.h"
-#include "lib/store/unique_fd.h"
+#include "lib/common/unique_fd.h"
 
 namespace collx {
 namespace {

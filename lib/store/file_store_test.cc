@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "lib/store/store.h"
-#include "lib/store/unique_fd.h"
+#include "lib/common/unique_fd.h"
 #include "tests/support/test_env.h"
 
 namespace collx {

@@ -75,37 +75,10 @@ int connect_once(const addrinfo* address, const Deadline& deadline, UniqueFd* ou
 
 }  // namespace
 
-Status parse_host_port(const std::string& address, HostPort* out) {
-  auto invalid = [&](const char* why) {
-    return make_status(COLLX_ERR_INVALID_ARG, "store address '%s': %s", address.c_str(), why);
-  };
-  std::string host, port;
-  if (!address.empty() && address[0] == '[') {
-    size_t close = address.find(']');
-    if (close == std::string::npos || close + 1 >= address.size() || address[close + 1] != ':')
-      return invalid("expected [ipv6-address]:port");
-    host = address.substr(1, close - 1);
-    port = address.substr(close + 2);
-  } else {
-    size_t colon = address.rfind(':');
-    if (colon == std::string::npos) return invalid("expected host:port");
-    host = address.substr(0, colon);
-    port = address.substr(colon + 1);
-    if (host.find(':') != std::string::npos) return invalid("an IPv6 address needs brackets: [address]:port");
-  }
-  if (host.empty()) return invalid("empty host (use '*' or 0.0.0.0 for all interfaces)");
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
-    return invalid("the port must be a number from 0 to 65535");
-  int number = std::stoi(port);
-  if (number > 65535) return invalid("the port must be a number from 0 to 65535");
-  out->host = host == "*" ? "0.0.0.0" : host;
-  out->port = number;
+Status parse_store_address(const std::string& address, HostPort* out) {
+  COLLX_RETURN_IF_ERROR(parse_host_port(address, "store address", out));
+  if (out->host == "*") out->host = "0.0.0.0";
   return Status::Ok();
-}
-
-std::string format_host_port(const std::string& host, int port) {
-  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
 }
 
 std::string format_sockaddr(const sockaddr* address, socklen_t length) {
@@ -178,7 +151,7 @@ Status listen_tcp(const HostPort& where, UniqueFd* out, int* bound_port, bool* a
 
 Status connect_tcp(const std::string& address, Deadline deadline, UniqueFd* out, bool retry) {
   HostPort where;
-  COLLX_RETURN_IF_ERROR(parse_host_port(address, &where));
+  COLLX_RETURN_IF_ERROR(parse_store_address(address, &where));
   SocketLiveness liveness;
   COLLX_RETURN_IF_ERROR(socket_liveness_from_settings(&liveness));
   const int64_t start_us = monotonic_us();

@@ -8,20 +8,15 @@
 #include <string>
 
 #include "lib/common/deadline.h"
+#include "lib/common/host_port.h"
 #include "lib/common/status.h"
-#include "lib/store/unique_fd.h"
+#include "lib/common/unique_fd.h"
 
 namespace collx {
 
-struct HostPort {
-  std::string host;  // a name or a numeric address, without brackets; "*" becomes "0.0.0.0"
-  int port = 0;
-};
-
-// "host:port", "[v6addr]:port", "*:port". COLLX_ERR_INVALID_ARG naming the address otherwise.
-Status parse_host_port(const std::string& address, HostPort* out);
-// The inverse: brackets around an IPv6 address.
-std::string format_host_port(const std::string& host, int port);
+// A store address: lib/common's parse_host_port ("host:port", "[v6addr]:port"), and "*:port"
+// meaning all interfaces (host "0.0.0.0"). COLLX_ERR_INVALID_ARG naming the address otherwise.
+Status parse_store_address(const std::string& address, HostPort* out);
 // "ip:port" of a socket address; "?" when it is not IPv4/IPv6.
 std::string format_sockaddr(const sockaddr* address, socklen_t length);
 // The address of a connected socket's peer, for logs.

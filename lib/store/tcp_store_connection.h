@@ -12,7 +12,7 @@
 #include "lib/store/store.h"
 #include "lib/store/store_handshake.h"
 #include "lib/store/store_wire.h"
-#include "lib/store/unique_fd.h"
+#include "lib/common/unique_fd.h"
 
 namespace collx {
 

@@ -37,7 +37,7 @@
 #include "lib/store/store_table.h"
 #include "lib/store/store_wire.h"
 #include "lib/store/tcp_store_connection.h"
-#include "lib/store/unique_fd.h"
+#include "lib/common/unique_fd.h"
 #include "lib/store/tcp_store_server_impl.h"
 
 namespace collx {
@@ -283,7 +283,7 @@ Status start_tcp_store_server(const std::string& address, const TcpStoreServerOp
   COLLX_RETURN_IF_ERROR(auth::check_token_usable(options.job_token));
   COLLX_RETURN_IF_ERROR(auth::check_token_required(options.job_token, "TCP store server at " + address));
   HostPort where;
-  COLLX_RETURN_IF_ERROR(parse_host_port(address, &where));
+  COLLX_RETURN_IF_ERROR(parse_store_address(address, &where));
   UniqueFd listen_fd;
   int port = 0;
   COLLX_RETURN_IF_ERROR(listen_tcp(where, &listen_fd, &port, address_in_use));

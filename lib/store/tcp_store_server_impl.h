@@ -23,7 +23,7 @@
 #include "lib/store/store_table.h"
 #include "lib/store/store_wire.h"
 #include "lib/store/tcp_store_connection.h"
-#include "lib/store/unique_fd.h"
+#include "lib/common/unique_fd.h"
 
 namespace collx {
 namespace tcp_store_server {

@@ -19,7 +19,7 @@
 #include "lib/common/log.h"
 #include "lib/store/store.h"
 #include "lib/store/store_wire.h"
-#include "lib/store/unique_fd.h"
+#include "lib/common/unique_fd.h"
 #include "tests/support/test_env.h"
 
 namespace collx {

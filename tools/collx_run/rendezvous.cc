@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "lib/common/deadline.h"
+#include "lib/common/host_port.h"
 #include "tools/collx_run/rdzv_messages.h"
 
 namespace collx_run {
@@ -20,13 +21,11 @@ std::string to_text(const Bytes& bytes) { return std::string(bytes.begin(), byte
 }  // namespace
 
 bool split_endpoint(const std::string& endpoint, std::string* host, int* port) {
-  const size_t colon = endpoint.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  char* end = nullptr;
-  long value = std::strtol(endpoint.c_str() + colon + 1, &end, 10);
-  if (*end != '\0' || end == endpoint.c_str() + colon + 1 || value < 0 || value > 65535) return false;
-  *host = endpoint.substr(0, colon);
-  *port = static_cast<int>(value);
+  collx::HostPort parsed;
+  if (!collx::parse_host_port(endpoint, "endpoint", &parsed).ok()) return false;
+  // Brackets back on an IPv6 literal: the host is joined to ports with ':' again.
+  *host = parsed.host.find(':') != std::string::npos ? "[" + parsed.host + "]" : parsed.host;
+  *port = parsed.port;
   return true;
 }
 

@@ -52,7 +52,8 @@ class Rendezvous {
   std::shared_ptr<collx::Store> watch_store_;
 };
 
-// "host:port" -> host (brackets of an IPv6 literal kept) and port; false when malformed.
+// "host:port" -> host (brackets of an IPv6 literal kept) and port; false when malformed
+// (lib/common's parse_host_port decides).
 bool split_endpoint(const std::string& endpoint, std::string* host, int* port);
 
 }  // namespace collx_run

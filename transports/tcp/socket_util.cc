@@ -13,13 +13,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lib/common/host_port.h"
+
 namespace collx {
 namespace tcp {
-
-void Fd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);  // EINTR on close still closes the fd on Linux: never retry
-  fd_ = fd;
-}
 
 std::string errno_string(int error) {
   char buffer[128];
@@ -76,28 +73,10 @@ SocketAddress address_from_sockaddr(const sockaddr* sa, socklen_t length) {
 }
 
 Status parse_address(const std::string& text, SocketAddress* out) {
-  std::string host, port_text;
-  if (!text.empty() && text[0] == '[') {
-    size_t close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      return make_status(COLLX_ERR_INVALID_ARG, "malformed address '%s' (expected [ipv6]:port)", text.c_str());
-    }
-    host = text.substr(1, close - 1);
-    port_text = text.substr(close + 2);
-  } else {
-    size_t colon = text.rfind(':');
-    if (colon == std::string::npos || text.find(':') != colon) {
-      return make_status(COLLX_ERR_INVALID_ARG, "malformed address '%s' (expected ip:port)", text.c_str());
-    }
-    host = text.substr(0, colon);
-    port_text = text.substr(colon + 1);
-  }
-  if (port_text.empty() || port_text.size() > 5 ||
-      !std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return make_status(COLLX_ERR_INVALID_ARG, "malformed port in address '%s'", text.c_str());
-  }
-  unsigned long port = std::stoul(port_text);
-  if (port > 65535) return make_status(COLLX_ERR_INVALID_ARG, "port out of range in address '%s'", text.c_str());
+  HostPort parsed;
+  COLLX_RETURN_IF_ERROR(parse_host_port(text, "address", &parsed));
+  const std::string& host = parsed.host;
+  const int port = parsed.port;
 
   SocketAddress address;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&address.storage);
@@ -209,17 +188,6 @@ Status choose_interface(const std::vector<LocalInterface>& interfaces, const std
   return Status::Ok();
 }
 
-// "host:port" -> "host", "[v6]:port" -> "v6"; a bare host (or bare IPv6) is kept.
-static std::string strip_port(const std::string& text) {
-  if (!text.empty() && text[0] == '[') {
-    size_t close = text.find(']');
-    return close == std::string::npos ? text : text.substr(1, close - 1);
-  }
-  size_t colon = text.find(':');
-  if (colon != std::string::npos && text.find(':', colon + 1) == std::string::npos) return text.substr(0, colon);
-  return text;
-}
-
 static SocketAddress loopback_v4() {
   SocketAddress address;
   parse_address("127.0.0.1:0", &address).ignore();
@@ -237,7 +205,7 @@ Status choose_local_address(const std::string& ifname, const std::string& route_
     *why = "interface " + chosen.name + " (COLLX_SOCKET_IFNAME=" + ifname + ")";
     return Status::Ok();
   }
-  std::string host = strip_port(route_to_host);
+  std::string host = host_of(route_to_host);
   if (host.empty()) {
     *out = loopback_v4();
     *why = "loopback (no interface or route host given)";
@@ -261,7 +229,7 @@ Status choose_local_address(const std::string& ifname, const std::string& route_
   }
   // Connecting a UDP socket sends nothing; it only asks the kernel which local address the
   // route to the target uses.
-  Fd probe(::socket(target.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  UniqueFd probe(::socket(target.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!probe.valid()) return system_error("socket (route probe)", errno);
   if (::connect(probe.get(), target.sa(), target.length) != 0) {
     int error = errno;
@@ -296,9 +264,9 @@ Status set_nodelay(int fd) {
   return Status::Ok();
 }
 
-Status listen_on(const SocketAddress& address, int backlog, Fd* out, SocketAddress* bound,
+Status listen_on(const SocketAddress& address, int backlog, UniqueFd* out, SocketAddress* bound,
                  size_t socket_buffer_bytes) {
-  Fd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return system_error("socket", errno);
   int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -317,8 +285,8 @@ Status listen_on(const SocketAddress& address, int backlog, Fd* out, SocketAddre
   return Status::Ok();
 }
 
-int start_connect(const SocketAddress& address, Fd* out, size_t socket_buffer_bytes) {
-  Fd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+int start_connect(const SocketAddress& address, UniqueFd* out, size_t socket_buffer_bytes) {
+  UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return errno;
   int one = 1;
   ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

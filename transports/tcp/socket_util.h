@@ -11,36 +11,10 @@
 #include <vector>
 
 #include "lib/common/status.h"
+#include "lib/common/unique_fd.h"
 
 namespace collx {
 namespace tcp {
-
-// Owns one file descriptor; closes it on destruction. Move-only.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) reset(other.release());
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
 
 // An IPv4 or IPv6 socket address.
 struct SocketAddress {
@@ -93,12 +67,12 @@ Status choose_local_address(const std::string& ifname, const std::string& route_
 // Non-blocking, close-on-exec listener bound to `address` (port 0 = ephemeral).
 // socket_buffer_bytes > 0 sets SO_SNDBUF/SO_RCVBUF (inherited by accepted sockets) before
 // the SYN, so the negotiated window scale allows them.
-Status listen_on(const SocketAddress& address, int backlog, Fd* out, SocketAddress* bound,
+Status listen_on(const SocketAddress& address, int backlog, UniqueFd* out, SocketAddress* bound,
                  size_t socket_buffer_bytes = 0);
 
 // Starts a non-blocking connect with TCP_NODELAY set. Returns 0 when connected at once,
 // EINPROGRESS when pending (wait for writability, then read socket_error), else an errno.
-int start_connect(const SocketAddress& address, Fd* out, size_t socket_buffer_bytes = 0);
+int start_connect(const SocketAddress& address, UniqueFd* out, size_t socket_buffer_bytes = 0);
 // The pending error of a socket (SO_ERROR), 0 when none.
 int socket_error(int fd);
 

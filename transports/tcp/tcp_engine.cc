@@ -28,7 +28,7 @@ CompletionNotifier::~CompletionNotifier() {
   if (engine_->in_epoll_) engine_->wake_driver();
 }
 
-TcpEngine::TcpEngine(const TcpTransportParams& params, Fd listener, SocketAddress listen_address,
+TcpEngine::TcpEngine(const TcpTransportParams& params, UniqueFd listener, SocketAddress listen_address,
                      const std::vector<SocketAddress>& peer_addresses, MeshSockets sockets)
     : rank_(params.rank),
       size_(params.size),

@@ -96,7 +96,7 @@ enum class RxState {
 struct Socket {
   int peer = 0;
   int index = 0;
-  Fd fd;
+  UniqueFd fd;
   uint64_t token = 0;  // epoll data
 
   // Receive side.
@@ -144,7 +144,7 @@ struct Peer {
 
 // A connection to the listen port after setup: read its HELLO, then drop it.
 struct Stray {
-  Fd fd;
+  UniqueFd fd;
   std::string remote;
   std::chrono::steady_clock::time_point accepted_at;
   uint8_t hello[kHelloBytes];
@@ -153,7 +153,7 @@ struct Stray {
 
 class TcpEngine final : public TcpTransport, private transport::WaitHooks, private transport::MatchHooks {
  public:
-  TcpEngine(const TcpTransportParams& params, Fd listener, SocketAddress listen_address,
+  TcpEngine(const TcpTransportParams& params, UniqueFd listener, SocketAddress listen_address,
             const std::vector<SocketAddress>& peer_addresses, MeshSockets sockets);
   ~TcpEngine() override;
   Status init();
@@ -241,7 +241,7 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks, priva
   std::atomic<bool> aborted_{false};
   std::atomic<bool> fds_closed_{false};
   std::atomic<int> abort_in_progress_{0};
-  Fd wake_fd_;  // eventfd: abort() and other threads wake the driver
+  UniqueFd wake_fd_;  // eventfd: abort() and other threads wake the driver
 
   // Guarded by mu_.
   mutable std::mutex mu_;
@@ -260,8 +260,8 @@ class TcpEngine final : public TcpTransport, private transport::WaitHooks, priva
   size_t driver_count_ = 0;
   bool peers_notified_ = false;  // POISON frames went out (once)
   bool closed_ = false;
-  Fd epoll_fd_;
-  Fd listener_;
+  UniqueFd epoll_fd_;
+  UniqueFd listener_;
   std::vector<Peer> peers_;
   std::vector<Socket*> ready_;  // sockets with parsed-but-unprocessed input (resumed or over quota)
   std::map<uint64_t, Stray> strays_;

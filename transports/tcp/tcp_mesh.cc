@@ -53,7 +53,7 @@ struct Outgoing {
   enum State { kWaitRetry, kConnecting, kSending, kReceivingChallenge, kSendingAuth, kReceiving, kDone };
   int peer = 0;
   int index = 0;
-  Fd fd;
+  UniqueFd fd;
   State state = kWaitRetry;
   uint8_t hello[kHelloBytes];
   uint8_t challenge[kChallengeBytes];
@@ -69,7 +69,7 @@ struct Outgoing {
 
 struct Incoming {
   enum State { kReading, kSendingChallenge, kReadingAuth, kSending };
-  Fd fd;
+  UniqueFd fd;
   std::string remote;
   Clock::time_point accepted_at = Clock::now();
   State state = kReading;
@@ -146,7 +146,7 @@ Status MeshBuilder::timeout_error() const {
   }
   for (int peer = p_.rank + 1; peer < p_.size; ++peer) {
     int absent = 0;
-    for (const Fd& fd : (*out_)[peer]) absent += fd.valid() ? 0 : 1;
+    for (const UniqueFd& fd : (*out_)[peer]) absent += fd.valid() ? 0 : 1;
     if (absent == 0) continue;
     if (!missing.empty()) missing += ", ";
     missing += string_printf("from rank %d (%d of %d sockets not accepted yet)", peer, absent, p_.sockets_per_peer);

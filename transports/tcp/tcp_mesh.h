@@ -32,7 +32,7 @@ struct MeshParams {
 };
 
 // [peer][socket index] -> connected, non-blocking, TCP_NODELAY socket (empty for self).
-using MeshSockets = std::vector<std::vector<Fd>>;
+using MeshSockets = std::vector<std::vector<UniqueFd>>;
 
 // Connects the mesh. `addresses[r]` is rank r's listen address; `listen_fd` is this rank's
 // (non-blocking) listener. Connections that present a bad HELLO are dropped with a warning;

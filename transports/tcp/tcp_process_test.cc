@@ -136,7 +136,7 @@ TEST(TcpProcess, SetupErrorsNamePeerAndAddress) {
   // A listener that never accepts: the kernel completes the connection, nobody answers.
   tcp::SocketAddress local;
   ASSERT_OK(tcp::parse_address("127.0.0.1:0", &local));
-  tcp::Fd mute;
+  UniqueFd mute;
   tcp::SocketAddress mute_address;
   ASSERT_OK(tcp::listen_on(local, 16, &mute, &mute_address));
   {
@@ -169,7 +169,7 @@ TEST(TcpProcess, SetupErrorsNamePeerAndAddress) {
   // bound (without listen) for the whole check, so no concurrent test can take it over.
   mute.reset();
   {
-    tcp::Fd bound_only(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    UniqueFd bound_only(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     ASSERT_TRUE(bound_only.valid());
     tcp::SocketAddress closed = local;
     ASSERT_EQ(::bind(bound_only.get(), closed.sa(), closed.length), 0);

@@ -72,7 +72,7 @@ Status create_tcp_transport(const TcpTransportParams& params, std::unique_ptr<Tc
   tcp::SocketAddress local;
   std::string why;
   COLLX_RETURN_IF_ERROR(tcp::choose_local_address(params.ifname, params.route_to_host, &local, &why));
-  tcp::Fd listener;
+  UniqueFd listener;
   tcp::SocketAddress bound;
   // Every higher rank connects all its sockets at once: the backlog must hold them.
   int backlog = std::max(128, params.size * params.sockets_per_peer + 16);

@@ -1,6 +1,6 @@
-// The C ABI of include/collx/topology.h over lib/topo. Errors go through the same guard as
-// every collx_* entry point (lib/api/handles.h): exceptions caught, the message kept for
-// collx_last_error(NULL).
+// The C ABI of include/collx/topology.h over lib/topo, beside the other C entry points. Errors
+// go through the same guard as every collx_* entry point (lib/api/handles.h): exceptions
+// caught, the message kept for collx_last_error(NULL).
 #include <cstring>
 #include <functional>
 #include <memory>

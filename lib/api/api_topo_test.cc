@@ -1,5 +1,5 @@
 // The public topology C API (include/collx/topology.h): handles, queries, JSON, decisions
-// and error messages, on testdata/two_sockets_gpus_nics.xml.
+// and error messages, on lib/topo/testdata/two_sockets_gpus_nics.xml.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
