@@ -149,7 +149,7 @@ std::string run_v_case(const VCase& c, int rank, int size, collx_comm_t comm, vo
   const auto input = exact_data(c.dt, l.sends ? l.send_elements : 0, rank, c.salt);
   // Host and device get the same initial bytes: [send | recv], or the one in-place buffer.
   std::vector<uint8_t> send_init(input), recv_init(l.recv_elements * element, 0x5a);
-  if (in_place && l.own_in_recv) {
+  if (in_place && l.own_in_recv && l.own > 0) {  // an empty block: input.data() may be NULL
     std::memcpy(recv_init.data() + l.own_at * element, input.data(), l.own * element);
   }
   auto place = [&](char* send_base, char* recv_base, const void** s, void** r) {

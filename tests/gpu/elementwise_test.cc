@@ -383,7 +383,10 @@ TEST(DeviceElementwise, CrossEntropyStepsMatchTheHostLoops) {
       for (size_t j = 0; j < v; ++j)
         dl[i * v + j] = (sm[i * v + j] - (start + static_cast<int64_t>(j) == targets[i] ? 1.0f : 0.0f)) * dloss[i];
     }
-    DeviceBuffer dlog(n * v * 4 + 4, logits.data()), dtar(n * 8, targets.data()), dmax(n * 4), dtl(n * 4), dse(n * 4),
+    // One float more than the data (never an empty allocation); the upload reads as much.
+    std::vector<float> padded_logits(logits);
+    padded_logits.push_back(0.0f);
+    DeviceBuffer dlog(n * v * 4 + 4, padded_logits.data()), dtar(n * 8, targets.data()), dmax(n * 4), dtl(n * 4), dse(n * 4),
         dloss_out(n * 4), dsm(n * v * 4 + 4), ddl(n * v * 4 + 4), ddloss(n * 4, dloss.data());
     auto f = [](const DeviceBuffer& b) { return reinterpret_cast<float*>(b.get()); };
     const auto* t = reinterpret_cast<const int64_t*>(dtar.get());

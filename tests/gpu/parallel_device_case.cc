@@ -151,7 +151,9 @@ std::string vocab_ce_cases(int rank, int t, collx_comm_t comm, const std::string
       });
   // A target outside the vocabulary: refused on every rank before any communication.
   targets[3] = vocab;
-  DeviceBuffer dl(logits.size() * 4 + 4, logits.data()), dt(n * 8, targets.data()), dloss_out(n * 4);
+  std::vector<float> padded_logits(logits);  // one float more: never an empty allocation
+  padded_logits.push_back(0.0f);
+  DeviceBuffer dl(padded_logits.size() * 4, padded_logits.data()), dt(n * 8, targets.data()), dloss_out(n * 4);
   const collx_status_t st =
       collx_tp_vocab_ce_fwd(reinterpret_cast<float*>(dl.get()), reinterpret_cast<int64_t*>(dt.get()), n, v, start,
                             vocab, reinterpret_cast<float*>(dloss_out.get()), nullptr, comm);
