@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -168,6 +170,10 @@ struct Case {
 };
 
 void run_case(const Case& c) {
+  if (quarantined_device_case(("dp reducer on " + std::to_string(c.world) + " thread ranks over " +
+                                std::string(c.route.name)).c_str())) {
+    return;
+  }
   ThreadRanks world(c.world, kTimeoutMs, c.route.transports);
   ASSERT_TRUE(world.ok()) << world.error();
   world.run([&](int rank, collx_comm_t comm) {

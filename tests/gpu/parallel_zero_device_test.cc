@@ -260,6 +260,10 @@ std::vector<float> rounded(std::vector<float> v, int32_t param_dtype) {
 void run_case(int world_size, const DeviceRoute& route, int stage, int optimizer,
               int32_t param_dtype = COLLX_FLOAT32, int32_t comm_dtype = COLLX_FLOAT32, int32_t offload = 1,
               int32_t grad_dtype = COLLX_FLOAT32, int32_t deterministic = 0) {
+  if (quarantined_device_case(("ZeRO stage " + std::to_string(stage) + " on " + std::to_string(world_size) +
+                               " thread ranks over " + std::string(route.name)).c_str())) {
+    return;
+  }
   ThreadRanks world(world_size, kTimeoutMs, route.transports);
   ASSERT_TRUE(world.ok()) << world.error();
   world.run([&](int rank, collx_comm_t comm) {
