@@ -321,11 +321,10 @@ COLLX_API collx_status_t collx_dp_destroy(collx_dp_t dp) {
 }
 
 COLLX_API collx_status_t collx_dp_grad_ptr(collx_dp_t dp, uint64_t tensor_id, float** grad) {
-  if (dp && dp->config.grad_dtype != COLLX_FLOAT32)
-    return dp_fail(dp, COLLX_ERR_INVALID_USAGE,
-                   std::string("collx_dp_grad_ptr: the gradient views are ") +
-                       collx_datatype_name(static_cast<collx_datatype_t>(dp->config.grad_dtype)) +
-                       " (config.grad_dtype), not float32; use collx_dp_grad_view");
+  if (!dp || !grad) return dp_fail(dp, COLLX_ERR_INVALID_ARG, "collx_dp_grad_ptr: dp or grad is NULL");
+  const std::string refusal =
+      collx::parallel::float32_only_refusal("collx_dp_grad_ptr", "gradient views", "grad_dtype", dp->config.grad_dtype, "collx_dp_grad_view");
+  if (!refusal.empty()) return dp_fail(dp, COLLX_ERR_INVALID_USAGE, refusal);
   void* view = nullptr;
   const collx_status_t st = collx_dp_grad_view(dp, tensor_id, &view, nullptr);
   if (st == COLLX_OK) *grad = static_cast<float*>(view);

@@ -7,6 +7,13 @@
 namespace collx {
 namespace parallel {
 
+std::string float32_only_refusal(const char* call, const char* what, const char* field, int32_t dtype,
+                                 const char* view_call) {
+  if (dtype == COLLX_FLOAT32) return "";
+  return std::string(call) + ": the " + what + " are " + collx_datatype_name(static_cast<collx_datatype_t>(dtype)) +
+         " (config." + field + "), not float32; use " + view_call;
+}
+
 std::string& thread_layout_error() {
   static thread_local std::string message;
   return message;

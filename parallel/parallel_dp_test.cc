@@ -214,6 +214,7 @@ TEST(ParallelDp, MarkingTwiceIsAnError) {
         << collx_dp_last_error(dp);
     EXPECT_EQ(collx_dp_mark_ready(dp, 99), COLLX_ERR_INVALID_ARG);
     EXPECT_NE(std::string(collx_dp_last_error(dp)).find("tensor 99 is not in the layout"), std::string::npos);
+    EXPECT_EQ(collx_dp_grad_ptr(dp, 0, nullptr), COLLX_ERR_INVALID_ARG);  // a NULL output, not a crash
     ASSERT_EQ(collx_dp_mark_ready(dp, 0), COLLX_OK);
     EXPECT_EQ(collx_dp_finish(dp, -1), COLLX_OK) << collx_dp_last_error(dp);
     collx_dp_destroy(dp);

@@ -85,6 +85,12 @@ void mixed_radix_coords(const int32_t dims[COLLX_GRID_NUM_DIMS], const int32_t s
 // The expert layout of a grid (grid_expert.cc), once dims, stride and the world size are
 // set: fills edims = {tp, 1, ep, cp*dp/ep, pp} and whether ep varies faster than edp (the
 // order of the "ep" and "dp" tokens). Returns "" or why the sizes break Megatron's rule.
+// Why a float32-only accessor (`call`, e.g. collx_dp_grad_ptr) refuses a handle whose `what`
+// (e.g. "gradient views") are 16-bit per config.`field`: names the type and the _view call to
+// use instead; "" when `dtype` is float32. Shared by the dp and ZeRO accessors.
+std::string float32_only_refusal(const char* call, const char* what, const char* field, int32_t dtype,
+                                 const char* view_call);
+
 std::string plan_expert_layout(collx_grid_s* g, const int perm[COLLX_GRID_NUM_DIMS]);
 // Expert coordinates {tp, 0, ep, edp, pp} of a world rank: tp and pp are the dense ones,
 // the rank's index f in its DP|CP group (ordered by world rank) is ep + edp*EP when ep

@@ -270,14 +270,13 @@ COLLX_API collx_status_t collx_zero_destroy(collx_zero_t z) {
 }
 
 COLLX_API collx_status_t collx_zero_param_ptr(collx_zero_t z, uint64_t tensor_id, float** param) {
-  if (z && z->config.param_dtype != COLLX_FLOAT32)
-    return zero_fail(z, COLLX_ERR_INVALID_USAGE,
-                     std::string("collx_zero_param_ptr: the parameters are ") +
-                         collx_datatype_name(static_cast<collx_datatype_t>(z->config.param_dtype)) +
-                         " (config.param_dtype), not float32; use collx_zero_param_view");
+  if (!z || !param) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_param_ptr: z or param is NULL");
+  const std::string refusal =
+      collx::parallel::float32_only_refusal("collx_zero_param_ptr", "parameters", "param_dtype", z->config.param_dtype, "collx_zero_param_view");
+  if (!refusal.empty()) return zero_fail(z, COLLX_ERR_INVALID_USAGE, refusal);
   void* view = nullptr;
   const collx_status_t st = collx_zero_param_view(z, tensor_id, &view, nullptr);
-  if (st == COLLX_OK && param) *param = static_cast<float*>(view);
+  if (st == COLLX_OK) *param = static_cast<float*>(view);
   return st;
 }
 

@@ -72,14 +72,13 @@ using namespace collx::parallel;
 extern "C" {
 
 COLLX_API collx_status_t collx_zero_grad_ptr(collx_zero_t z, uint64_t tensor_id, float** grad) {
-  if (z && z->config.grad_dtype != COLLX_FLOAT32)
-    return zero_fail(z, COLLX_ERR_INVALID_USAGE,
-                     std::string("collx_zero_grad_ptr: the gradient views are ") +
-                         collx_datatype_name(static_cast<collx_datatype_t>(z->config.grad_dtype)) +
-                         " (config.grad_dtype), not float32; use collx_zero_grad_view");
+  if (!z || !grad) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_grad_ptr: z or grad is NULL");
+  const std::string refusal =
+      collx::parallel::float32_only_refusal("collx_zero_grad_ptr", "gradient views", "grad_dtype", z->config.grad_dtype, "collx_zero_grad_view");
+  if (!refusal.empty()) return zero_fail(z, COLLX_ERR_INVALID_USAGE, refusal);
   void* view = nullptr;
   const collx_status_t st = collx_zero_grad_view(z, tensor_id, &view, nullptr);
-  if (st == COLLX_OK && grad) *grad = static_cast<float*>(view);
+  if (st == COLLX_OK) *grad = static_cast<float*>(view);
   return st;
 }
 
