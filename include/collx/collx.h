@@ -314,7 +314,11 @@ COLLX_API collx_status_t collx_comm_shrink(collx_comm_t comm, int64_t timeout_ms
 
 /* Release the communicator after its operations finish (pending nonblocking operations
  * are waited for up to the timeout). Local: peers learn that this rank left; their later
- * operations that need it fail with COLLX_ERR_REMOTE. NULL is accepted and ignored. */
+ * operations that need it fail with COLLX_ERR_REMOTE. NULL is accepted and ignored.
+ * In the process that hosts the TCP store (rank 0 unless collx-run or a store handle
+ * provides it) it also waits until every rank has finished reading its bootstrap keys from
+ * the store (at most the timeout, capped at 30 s), so a rank 0 that fails or finishes first
+ * and exits does not take the store away from a rank still inside collx_comm_create. */
 COLLX_API collx_status_t collx_comm_destroy(collx_comm_t comm);
 
 /* Stop everything on the communicator now: every waiting call on any thread returns

@@ -161,6 +161,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void abort();
   // Orderly teardown: wait for queued operations, tell peers, close.
   void destroy();
+  // In the process hosting the store, destroy() returns only once no rank is still reading
+  // this communicator's bootstrap keys (or after at most 30 s): a rank 0 that fails or
+  // finishes first must not take the store from a rank still inside collx_comm_create.
+  void wait_for_bootstrap_stragglers();
 
   // OK while healthy, else the first fatal status (with its message).
   Status health() const;
@@ -258,6 +262,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   CommSettings settings_;
   std::shared_ptr<Store> store_;
   std::string prefix_;
+  // This process hosts the TCP store (rank 0 of the job): destroy() keeps it up until every
+  // rank has finished reading its bootstrap keys (wait_for_bootstrap_stragglers).
+  bool hosts_store_ = false;
   std::unique_ptr<transport::Transport> transport_;
   CostModel model_;             // of transport_, from the tune file or the defaults
   // Ring order grouped by host (lib/topo ring_order_by_host): position -> rank. Empty when

@@ -66,6 +66,7 @@ Status Communicator::init(const JobConfig& job, const CommSettings& settings, st
   settings_ = settings;
   store_ = std::move(store);
   prefix_ = std::move(prefix);
+  hosts_store_ = !job.store && size > 1 && hosts_tcp_store(job.store_addr);
   rank_ = rank;
   size_ = size;
   const Deadline deadline = Deadline::after_ms(settings_.timeout_ms);
@@ -231,6 +232,23 @@ void Communicator::destroy() {
   if (transport_) {
     // Leaving peers a GOODBYE lets them say "rank R left" instead of "rank R died".
     transport_->close(failed_.load() ? Deadline::after_ms(0) : deadline.min(Deadline::after_ms(5000)));
+  }
+  wait_for_bootstrap_stragglers();
+}
+
+void Communicator::wait_for_bootstrap_stragglers() {
+  if (!hosts_store_ || !store_) return;
+  // A rank can finish creating the communicator, fail or finish its work and destroy it while
+  // another rank is still reading its peers' addresses from the store (a slower start, a
+  // loaded machine). When this process hosts the store, exiting now would leave that rank
+  // with "the store server closed the connection" instead of the real outcome. Bounded: a
+  // rank that never arrives (killed mid-creation) costs at most 30 s here.
+  constexpr int64_t kMaxWaitMs = 30000;
+  const Deadline deadline = Deadline::after_ms(settings_.timeout_ms).min(Deadline::after_ms(kMaxWaitMs));
+  Status st = StoreBootstrap::wait_until_cleaned(store_.get(), prefix_, size_, deadline);
+  if (!st.ok()) {
+    COLLX_WARN(INIT, "destroy of '%s': this process hosts the store, and a rank may still need it to finish "
+               "creating the communicator; leaving anyway: %s", name_.c_str(), st.message().c_str());
   }
 }
 

@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "lib/common/log.h"
+#include "lib/store/store_common.h"
 
 namespace collx {
 
@@ -75,6 +78,11 @@ Status open_tcp_store(const std::string& address, int rank, Deadline deadline,
   return connect_tcp_store(address, deadline, out);
 }
 
+bool hosts_tcp_store(const std::string& address) {
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  return hosted_servers().count(address) != 0;
+}
+
 Status next_world_prefix(Store* store, int rank, std::string* prefix) {
   int64_t generation = 0;
   COLLX_RETURN_IF_ERROR(store->add("collx/generation/" + std::to_string(rank), 1, &generation));
@@ -119,6 +127,26 @@ Status StoreBootstrap::cleanup() {
     for (int r = 0; r < size_; ++r) store_->remove(prefix_ + "/" + name + "/" + std::to_string(r)).ignore();
   }
   return store_->remove(prefix_ + "/done");
+}
+
+Status StoreBootstrap::wait_until_cleaned(Store* store, const std::string& prefix, int size, Deadline deadline) {
+  // The store has no "wait until removed", and this wait is rare (a rank still bootstrapping
+  // while rank 0 tears down), so a short poll is enough; the first look usually ends it.
+  constexpr int kPollMs = 10;
+  const std::string done = prefix + "/done";
+  for (;;) {
+    Bytes value;
+    Status st = store->get(done, &value, Deadline::after_ms(0));
+    if (st.code() == COLLX_ERR_TIMEOUT) return Status::Ok();  // removed: everyone arrived
+    if (!st.ok()) return st;
+    if (deadline.expired()) {
+      int64_t arrived = 0;
+      if (!parse_store_counter(done, &value, &arrived).ok()) arrived = -1;
+      return make_status(COLLX_ERR_TIMEOUT, "%lld of %d ranks finished bootstrapping '%s' by the deadline",
+                         static_cast<long long>(arrived), size, prefix.c_str());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+  }
 }
 
 }  // namespace collx

@@ -21,9 +21,13 @@ namespace collx {
 // marked by rank 0 of another process is another job's: COLLX_ERR_INVALID_USAGE naming the
 // address, its host and what to do (a store started in the instant before its marker is
 // written is not told apart; a job token closes that gap too). A server hosted here lives
-// until the process exits, so ranks that are still bootstrapping never lose it.
+// until the process exits, and destroying a communicator here first waits for ranks that are
+// still bootstrapping (Communicator::wait_for_bootstrap_stragglers), so they never lose it.
 Status open_tcp_store(const std::string& address, int rank, Deadline deadline,
                       std::shared_ptr<Store>* out);
+
+// Whether this process hosts the TCP store server at `address` (open_tcp_store started it).
+bool hosts_tcp_store(const std::string& address);
 
 // The key by which a store hosted by a job's rank 0 says so: "pid P on HOST".
 constexpr const char* kStoreHostKey = "collx/hosted-by-rank0";
@@ -48,6 +52,11 @@ class StoreBootstrap : public transport::Bootstrap {
   // Call once every rank has finished its reads (after transport set-up). The last rank to
   // arrive removes every key of this prefix, so create/destroy loops do not grow the store.
   Status cleanup();
+
+  // Whether some rank has yet to call cleanup() for `prefix` (its "done" counter exists
+  // until the last rank arrives): polls `store` until no rank is left or the deadline.
+  // OK once none is left; COLLX_ERR_TIMEOUT naming how many arrived; a store error as is.
+  static Status wait_until_cleaned(Store* store, const std::string& prefix, int size, Deadline deadline);
 
   const std::string& prefix() const { return prefix_; }
   Store* store() const { return store_.get(); }

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace collx {
 namespace {
@@ -74,6 +77,52 @@ TEST(StoreBootstrapTest, RankZeroMarksTheStoreItHostsAndReusesIt) {
   ASSERT_TRUE(first->set("shared", bytes_of("yes")).ok());
   Bytes value;
   ASSERT_TRUE(second->get("shared", &value, Deadline::after_ms(5000)).ok());
+}
+
+TEST(StoreBootstrapTest, HostingProcessKnowsItHostsTheStore) {
+  int port = 0;
+  {
+    auto probe = start_server();
+    ASSERT_TRUE(probe);
+    port = probe->port();
+  }
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  EXPECT_FALSE(hosts_tcp_store(address));
+  std::shared_ptr<Store> store;
+  ASSERT_TRUE(open_tcp_store(address, 0, Deadline::after_ms(10000), &store).ok());
+  EXPECT_TRUE(hosts_tcp_store(address));
+  // A store this process only joined is not its to keep up.
+  auto foreign = start_server();
+  ASSERT_TRUE(foreign);
+  std::shared_ptr<Store> joined;
+  ASSERT_TRUE(open_tcp_store(address_of(*foreign), 1, Deadline::after_ms(10000), &joined).ok());
+  EXPECT_FALSE(hosts_tcp_store(address_of(*foreign)));
+}
+
+// What destroy waits for in the process hosting the store: a rank that has not yet called
+// cleanup() (still reading its peers' keys) keeps the wait going until it does.
+TEST(StoreBootstrapTest, WaitUntilCleanedEndsWhenTheLastRankArrives) {
+  std::shared_ptr<Store> store = make_memory_store();
+  StoreBootstrap rank0(store, "collx/w0", 0, 3), rank1(store, "collx/w0", 1, 3), rank2(store, "collx/w0", 2, 3);
+  // Nobody arrived yet and no key exists: nothing to wait for (a world that never bootstrapped here).
+  EXPECT_TRUE(StoreBootstrap::wait_until_cleaned(store.get(), "collx/w0", 3, Deadline::after_ms(0)).ok());
+  ASSERT_TRUE(rank0.cleanup().ok());
+  ASSERT_TRUE(rank1.cleanup().ok());
+  Status st = StoreBootstrap::wait_until_cleaned(store.get(), "collx/w0", 3, Deadline::after_ms(30));
+  EXPECT_EQ(st.code(), COLLX_ERR_TIMEOUT) << st.message();
+  EXPECT_NE(st.message().find("2 of 3 ranks finished bootstrapping 'collx/w0'"), std::string::npos) << st.message();
+  std::thread straggler([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(rank2.cleanup().ok());
+  });
+  const auto start = std::chrono::steady_clock::now();
+  st = StoreBootstrap::wait_until_cleaned(store.get(), "collx/w0", 3, Deadline::after_ms(10000));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  straggler.join();
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_LT(waited, std::chrono::seconds(5));  // ended by the arrival, not by the deadline
+  Bytes value;
+  EXPECT_EQ(store->get("collx/w0/done", &value, Deadline::after_ms(0)).code(), COLLX_ERR_TIMEOUT);
 }
 
 }  // namespace
