@@ -9,7 +9,7 @@
 //
 // Files: ucx_engine.cc (public API, waiting), ucx_progress.cc (sending, callbacks,
 // headers, matching, driver round), ucx_failure.cc (peers' failures, poison, abort,
-// releasing buffers), ucx_transport.cc (setup).
+// releasing buffers), ucx_transport.cc (setup), ucx_wireup.cc (connecting at creation).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -91,6 +91,20 @@ struct Peer {
   std::map<uint64_t, Arrival> early;  // headers that overtook an earlier one
 };
 
+// The note every rank sends every peer once at creation (ucx_wireup.cc).
+struct WireupNote {
+  uint32_t magic;
+  int32_t rank;
+  uint64_t comm_id;
+};
+
+// One UCX operation of that exchange, polled rather than called back.
+struct WireupOp {
+  enum Kind { kRecv, kSend, kFlush } kind;
+  int peer;
+  void* req;
+};
+
 class UcxEngine final : public transport::Transport, private transport::WaitHooks, private transport::MatchHooks {
  public:
   explicit UcxEngine(const UcxTransportParams& params);
@@ -100,6 +114,8 @@ class UcxEngine final : public transport::Transport, private transport::WaitHook
   Status init_worker();
   Status local_address(std::vector<uint8_t>* blob);
   Status connect(const std::vector<std::vector<uint8_t>>& blobs);
+  // Connects every endpoint now rather than at first use (ucx_wireup.cc), within `deadline`.
+  Status wire_up(Deadline deadline);
 
   const char* name() const override { return "ucx"; }
   int rank() const override { return rank_; }
@@ -136,6 +152,9 @@ class UcxEngine final : public transport::Transport, private transport::WaitHook
   void idle_wait(std::unique_lock<std::mutex>& lock, Deadline deadline);
   void wake();
   void take_driver(std::unique_lock<std::mutex>& lock);
+
+  // ---- ucx_wireup.cc
+  Status await_wireup(std::unique_lock<std::mutex>& lock, std::vector<WireupOp>& ops, Deadline deadline);
 
   // ---- ucx_progress.cc and ucx_failure.cc
   bool progress();  // one driver round; true if anything moved
@@ -194,6 +213,8 @@ class UcxEngine final : public transport::Transport, private transport::WaitHook
   std::vector<void*> closing_;            // endpoint close requests
   InMsg* posting_ = nullptr;              // its data receive is being posted (see start_data)
   int64_t last_liveness_us_ = 0;
+  WireupNote wireup_out_{};              // kept for UCX while a wire-up send may be queued
+  std::vector<WireupNote> wireup_in_;    // per peer; kept for the worker's life
   Status deferred_poison_;
   bool deferred_notify_ = false;
   // Unlike tcp and shm, an expired deadline is reported at once (no extra progress pass).

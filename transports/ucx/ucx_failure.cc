@@ -98,7 +98,7 @@ void UcxEngine::poison_locked(const Status& status, bool notify_peers, bool rele
       send_message(*p, MsgType::kPoison, nullptr, 0, text.data(), text.size(), OpDesc{}, poison_.cause_code()).ignore();
     }
     // Best effort, but a rank that poisons itself may never wait again: give the
-    // notifications a short moment to leave (connection setup included).
+    // notifications a short moment to leave.
     if (release) drain(kNotifyBudgetMs, &UcxEngine::control_sends_done);
   }
   for (SendOp* op : sends_) {

@@ -1,6 +1,7 @@
 // The UCX transport with ranks as forked processes (UCX's shared-memory and TCP transports
-// between them): sizes both ways, a SIGKILLed peer, an 8-process all-to-all, and (disabled,
-// run by hand) a bandwidth comparison with collx's TCP and shm transports:
+// between them): sizes both ways, a SIGKILLed peer, an 8-process all-to-all, a peer that
+// never connects, and (disabled, run by hand) a bandwidth comparison with collx's TCP
+// and shm transports:
 //   build-topo/tests/ucx_process_test --gtest_also_run_disabled_tests --gtest_filter='*Bench*'
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -50,6 +51,50 @@ TEST(UcxProcesses, AllToAll8Processes) {
     return shm_test::all_to_all_rounds(rank, t, kRanks, kRounds, sizes);
   });
   EXPECT_EQ(codes, std::vector<int>(kRanks, 0));
+}
+
+// A bootstrap whose rank stops (SIGSTOP) as soon as the worker addresses are exchanged,
+// before it creates a single endpoint; `pid` tells its peer whom to kill.
+class StopsAfterAddresses : public transport::Bootstrap {
+ public:
+  StopsAfterAddresses(transport::Bootstrap* inner, int64_t* pid) : inner_(inner), pid_(pid) {}
+  Status allgather(const std::string& name, const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
+                   Deadline deadline) override {
+    Status s = inner_->allgather(name, mine, all, deadline);
+    __atomic_store_n(pid_, static_cast<int64_t>(::getpid()), __ATOMIC_RELEASE);
+    ::raise(SIGSTOP);
+    return s;
+  }
+
+ private:
+  transport::Bootstrap* inner_;
+  int64_t* pid_;
+};
+
+// Creation connects every endpoint before it returns (ucx_wireup.cc): a peer that took part
+// in the address exchange but never connects fails its peers' creation at their deadline,
+// named, instead of leaving a connection half set up for the first collective to trip over.
+TEST(UcxProcesses, APeerThatNeverConnectsFailsCreationAtTheDeadlineNamingIt) {
+  shm_test::ProcBoard* board = shm_test::new_proc_board();
+  auto* pid = static_cast<int64_t*>(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  *pid = 0;
+  const uint64_t comm = next_comm_id();
+  auto codes = shm_test::run_processes(2, [&](int rank) -> int {
+    shm_test::ProcBootstrap boot(board, rank, 2);
+    StopsAfterAddresses stopping(&boot, pid);
+    UcxTransportParams params = ucx_params(rank, 2, comm, rank == 1 ? static_cast<transport::Bootstrap*>(&stopping) : &boot);
+    params.deadline = Deadline::after_ms(1500);
+    TransportPtr t;
+    Status s = create_ucx_transport(params, &t);
+    while (__atomic_load_n(pid, __ATOMIC_ACQUIRE) == 0) ::usleep(1000);
+    ::kill(static_cast<pid_t>(*pid), SIGKILL);
+    SHM_CHECK(s.code() == COLLX_ERR_TIMEOUT, "%s: %s", status_name(s.code()), s.message().c_str());
+    SHM_CHECK(s.message().find("connecting to rank 1") != std::string::npos, "%s", s.message().c_str());
+    return 0;
+  });
+  ::munmap(board, sizeof(shm_test::ProcBoard));
+  ::munmap(pid, 4096);
+  EXPECT_EQ(codes, (std::vector<int>{0, -SIGKILL}));
 }
 
 // ---- bandwidth against collx's own transports (not an assertion)

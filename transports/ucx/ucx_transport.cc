@@ -197,6 +197,7 @@ Status create_ucx_transport(const UcxTransportParams& params, std::unique_ptr<tr
   std::vector<std::vector<uint8_t>> all;
   COLLX_RETURN_IF_ERROR(params.bootstrap->allgather(params.bootstrap_name + ".addresses", mine, &all, params.deadline));
   COLLX_RETURN_IF_ERROR(engine->connect(all));
+  COLLX_RETURN_IF_ERROR(engine->wire_up(params.deadline));
   COLLX_INFO(NET, "rank %d: ucx transport up (%d ranks, worker address %zu bytes)", params.rank, params.size,
              mine.size());
   *out = std::move(engine);

@@ -23,14 +23,15 @@ struct UcxTransportParams {
   transport::Bootstrap* bootstrap = nullptr;   // exchanges worker addresses (one allgather)
   std::string bootstrap_name = "ucx";          // name passed to bootstrap->allgather
   transport::DescribeFn describe;              // renders OpDesc in error messages (may be empty)
-  Deadline deadline = Deadline::never();       // bounds setup (address exchange, endpoints)
+  Deadline deadline = Deadline::never();       // bounds setup (address exchange, endpoints, wire-up)
 };
 
 // Whether this build has the UCX transport.
 bool ucx_transport_built();
 
 // Creates the UCP context and worker, exchanges worker addresses through params.bootstrap
-// and creates an endpoint to every rank (itself included), all within params.deadline.
+// and creates an endpoint to every rank (itself included), connected before it returns (a
+// note each way with every peer), all within params.deadline.
 Status create_ucx_transport(const UcxTransportParams& params, std::unique_ptr<transport::Transport>* out);
 
 }  // namespace collx

@@ -20,11 +20,13 @@ namespace collx {
 namespace ucx {
 
 // UCX tag layout: 2 bits kind | 22 bits sender rank | 40 bits message id (DATA only).
+// WIREUP messages (kind 3) are exchanged once, at creation (ucx_wireup.cc).
 constexpr uint64_t kKindShift = 62;
 constexpr uint64_t kRankShift = 40;
 constexpr uint64_t kKindMask = 3ull << kKindShift;
 constexpr uint64_t kHeaderKind = 1ull << kKindShift;
 constexpr uint64_t kDataKind = 2ull << kKindShift;
+constexpr uint64_t kWireupKind = 3ull << kKindShift;
 constexpr uint64_t kMsgIdMask = (1ull << kRankShift) - 1;
 constexpr int kMaxRanks = 1 << 22;
 
@@ -32,6 +34,7 @@ inline uint64_t header_ucx_tag(int sender) { return kHeaderKind | (static_cast<u
 inline uint64_t data_ucx_tag(int sender, uint64_t msg_id) {
   return kDataKind | (static_cast<uint64_t>(sender) << kRankShift) | (msg_id & kMsgIdMask);
 }
+inline uint64_t wireup_ucx_tag(int sender) { return kWireupKind | (static_cast<uint64_t>(sender) << kRankShift); }
 inline int ucx_tag_sender(uint64_t ucx_tag) { return static_cast<int>((ucx_tag & ~kKindMask) >> kRankShift); }
 
 enum class MsgType : uint8_t {

@@ -14,6 +14,11 @@ TEST(UcxWire, TagsEncodeKindSenderAndId) {
   EXPECT_EQ(header_ucx_tag(3) & kKindMask, kHeaderKind);
   EXPECT_EQ(data_ucx_tag(3, 1) & kKindMask, kDataKind);
   EXPECT_NE(header_ucx_tag(3), data_ucx_tag(3, 0));
+  // Wire-up notes never land in a header slot (matched on the kind bits) or a data receive.
+  EXPECT_EQ(ucx_tag_sender(wireup_ucx_tag(kMaxRanks - 1)), kMaxRanks - 1);
+  EXPECT_EQ(wireup_ucx_tag(3) & kKindMask, kWireupKind);
+  EXPECT_NE(kWireupKind, kHeaderKind);
+  EXPECT_NE(kWireupKind, kDataKind);
 }
 
 WireHeader data_header(int src, uint64_t bytes) {
