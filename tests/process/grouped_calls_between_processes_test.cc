@@ -61,11 +61,6 @@ TEST_P(GroupedBetweenProcesses, RingFusedAllreducesAndBroadcastInOneGroup) {
 }
 
 TEST_P(GroupedBetweenProcesses, ARankThatDoesNotGroupGetsMismatchNotWrongData) {
-  if (GetParam().name == "ucx") {
-    // As remote_cause_test: Debian's UCX 1.13 can assert in tcp_iface.c when a peer fails
-    // while lazy connections are set up (issue 17); the scenario runs over tcp and shm.
-    GTEST_SKIP() << "UCX mismatch scenario quarantined (issue 17)";
-  }
   auto results = run_comm_processes(
       2, 60000,
       [](int rank, int, collx_comm_t comm) {
