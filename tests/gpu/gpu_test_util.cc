@@ -1,9 +1,6 @@
 #include "tests/gpu/gpu_test_util.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 
 #include "lib/cuda/device.h"
 #include "lib/dtype/datatype.h"
@@ -51,13 +48,6 @@ std::vector<uint8_t> DeviceBuffer::read(size_t offset, size_t bytes) const {
   std::vector<uint8_t> out(bytes);
   if (!cuda::copy(out.data(), ptr_ + offset, bytes, cuda::CopyKind::kDeviceToHost).ok()) out.clear();
   return out;
-}
-
-bool quarantined_device_case(const char* what) {
-  const char* setting = std::getenv("COLLX_TEST_DEVICE_QUARANTINE");
-  if (setting && std::string(setting) == "0") return false;
-  std::printf("[ QUARANTINED ] %s (known hang under load, issue 14; COLLX_TEST_DEVICE_QUARANTINE=0 runs it)\n", what);
-  return true;
 }
 
 }  // namespace testing

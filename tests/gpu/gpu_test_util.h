@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collx/collx.h"
+#include "parallel/device_mem.h"
 
 namespace collx {
 namespace testing {
@@ -15,7 +16,9 @@ namespace testing {
 // small integers (-3..3, or 0..6 for unsigned types) derived from rank, index and salt.
 std::vector<uint8_t> exact_data(collx_datatype_t datatype, size_t count, int rank, unsigned salt);
 
-// A device buffer freed on scope exit; holds a copy of `bytes` host bytes when given.
+// A device buffer freed on scope exit; holds a copy of `bytes` host bytes when given. The
+// free waits for the whole device: thread ranks destroy one only once every rank has issued
+// all of its stream-ordered collectives (else see RankDeviceMem).
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(size_t bytes, const void* init = nullptr);
@@ -31,14 +34,14 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-// Quarantine of the thread-rank dp/ZeRO device cases (known bug, issue 14): under load (several
-// test binaries at once) about one run in four hangs until the deadline in a collective of the
-// reducer's buckets in flight: over CUDA IPC one rank is in the exchange 'send' while the other
-// is already in its 'peer access'; over staging a rank's message never arrives. It appeared
-// when the stream-ordered nonblocking device path met the reducer's several buckets in flight.
-// True (and a line printed naming `what`) unless COLLX_TEST_DEVICE_QUARANTINE=0; three copies
-// of the test at once with it off reproduce the hang.
-bool quarantined_device_case(const char* what);
+// Device memory for ranks that are threads of one process and issue stream-ordered
+// nonblocking collectives (the dp and ZeRO device tests): released after its own stream
+// drained, then kept for reuse (parallel/device_mem.h), never given back with device_free.
+// DeviceBuffer's device_free waits for every stream of the device, as cudaFree does, and so
+// for another rank's stream that waits (stream-ordered, docs/cuda.md) for a collective this
+// rank has not issued yet: a deadlock until that collective's deadline. That was issue 14's
+// hang (a rank freeing its host run's device scratch while its peers' device run had begun).
+using RankDeviceMem = parallel::DeviceMem;
 
 }  // namespace testing
 }  // namespace collx
