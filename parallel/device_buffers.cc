@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "lib/cuda/device.h"
+#include "parallel/device_mem.h"
 
 namespace collx {
 namespace parallel {
@@ -117,8 +118,11 @@ struct ThreadBlock {
   int device = -1;
   void* event = nullptr;
   bool used = false;  // the event has been recorded
+  // Not device_free: it waits for the whole device, and with thread ranks on one device that
+  // is another rank's stream too, which may wait for a collective this thread has not
+  // joined (docs/cuda.md). The block's own last use is all that must be over.
   void release() {
-    if (ptr) cuda::device_free(ptr);  // waits for the device's work, as cudaFree does
+    recycle_device_block(device, bytes, ptr, used ? event : nullptr);
     if (event) cuda::event_destroy(event);
     ptr = nullptr;
     event = nullptr;
@@ -154,13 +158,14 @@ collx_status_t Workspace::acquire(const char* fn, const void* near, size_t bytes
   if (st != COLLX_OK) return st;
   if (b.device != device) b.release();  // another device: start over there
   if (b.bytes < bytes) {
-    if (b.ptr) cuda::device_free(b.ptr);  // waits for the device: the old block's uses are over
+    recycle_device_block(b.device, b.bytes, b.ptr, b.used ? b.event : nullptr);  // once its uses are over
     b.ptr = nullptr;
     b.bytes = 0;
+    b.used = false;
     st = device_fail(fn, on_device(device, [&] {
       if (!b.event) COLLX_RETURN_IF_ERROR(cuda::event_create(&b.event));
       void* p = nullptr;
-      COLLX_RETURN_IF_ERROR(cuda::device_alloc(bytes, &p));
+      COLLX_RETURN_IF_ERROR(take_device_block(device, bytes, &p));
       b.ptr = static_cast<char*>(p);
       return Status::Ok();
     }));

@@ -68,6 +68,24 @@ int32_t resolve_mem_kind(int32_t mem_kind, const void* buffer) {
   }
 }
 
+Status take_device_block(int device, size_t bytes, void** out) {
+  *out = block_cache().take(device, bytes);
+  if (*out) return Status::Ok();
+  return cuda::device_alloc(bytes, out);
+}
+
+void recycle_device_block(int device, size_t bytes, void* ptr, void* last_use) {
+  if (!ptr) return;
+  Status done = last_use ? cuda::event_wait(last_use, Deadline::after_ms(kFreeWaitMs), nullptr,
+                                            "recycling a parallel-layer workspace block")
+                         : Status::Ok();
+  if (done.ok()) {
+    block_cache().give(device, bytes, ptr);
+  } else {
+    cuda::device_free(ptr);  // its last user is stuck or broken: do not hand its memory to anyone
+  }
+}
+
 DeviceMem::~DeviceMem() {
   if (!ptr_) return;
   // Kernels or copies queued on the stream may still use the memory.
@@ -85,8 +103,7 @@ Status DeviceMem::allocate_zeroed(size_t bytes, void* stream) {
   if (bytes == 0) return Status::Ok();
   COLLX_RETURN_IF_ERROR(cuda::current_device(&device_));
   bytes_ = bytes;
-  ptr_ = block_cache().take(device_, bytes);
-  if (!ptr_) COLLX_RETURN_IF_ERROR(cuda::device_alloc(bytes, &ptr_));
+  COLLX_RETURN_IF_ERROR(take_device_block(device_, bytes, &ptr_));
   return cuda::memset_async(ptr_, 0, bytes, stream);
 }
 

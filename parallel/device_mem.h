@@ -42,6 +42,14 @@ class DeviceMem {
   int device_ = 0;
 };
 
+// The block cache for scratch that outlives one DeviceMem (parallel/device_buffers.cc's
+// per-thread workspace): a block of `bytes` on `device` from the cache, else a new one.
+Status take_device_block(int device, size_t bytes, void** out);
+// Gives `ptr` back to the cache once `last_use` (an event recorded after its last use; null
+// when it was never used) has completed, never through device_free (see DeviceMem). A block
+// whose event cannot be waited for in time is freed instead (logged).
+void recycle_device_block(int device, size_t bytes, void* ptr, void* last_use);
+
 // Page-locked host memory (copies to and from it are asynchronous), freed on destruction
 // after `stream` drained, as DeviceMem.
 class PinnedMem {
