@@ -23,7 +23,7 @@
 #include "lib/core/selection.h"
 #include "lib/core/tune_file.h"
 #include "lib/core/store_bootstrap.h"
-#include "transports/nccl/nccl_comm.h"  // device point-to-point over NCCL
+#include "backends/nccl/nccl_comm.h"  // device point-to-point over NCCL
 #include "transports/transport.h"
 
 namespace collx {

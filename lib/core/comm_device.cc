@@ -13,8 +13,8 @@
 #include "lib/core/store_bootstrap.h"
 #include "lib/cuda/device.h"
 #include "lib/dtype/datatype.h"
-#include "transports/cuda_ipc/ipc_coll.h"
-#include "transports/nccl/nccl_comm.h"
+#include "backends/cuda_ipc/ipc_coll.h"
+#include "backends/nccl/nccl_comm.h"
 
 namespace collx {
 
