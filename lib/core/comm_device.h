@@ -23,8 +23,8 @@ Status device_check(const CollCall& call);
 // COLLX_MEM_AUTO). A call with no elements never is: every rank takes the host path for it.
 bool device_buffers(const CollCall& call);
 
-// The call as the NCCL backend takes it (collectives and point-to-point).
-nccl::CollOp nccl_op(const CollCall& call);
+// The call as a whole-collective backend takes it (collectives and point-to-point).
+backend::DeviceOp device_op(const CollCall& call);
 
 // Makes `device` the calling thread's current CUDA device until destroyed, when the thread
 // gets its own back (device calls run on the buffers' device, whichever thread runs them).
