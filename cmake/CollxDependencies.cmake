@@ -78,6 +78,17 @@ function(collx_print_summary)
     string(APPEND transports ", ucx")
   endif()
   message(STATUS "  transports         : ${transports}")
+  # backends/: whole collectives on device buffers. Their layers always build: without CUDA no
+  # device buffer reaches them (lib/cuda refuses), and without nccl.h the NCCL layer is a stub
+  # whose creation says COLLX_ERR_UNSUPPORTED (device buffers are then staged).
+  set(backends "none (no CUDA)")
+  if(COLLX_HAVE_CUDA)
+    set(backends "cuda_ipc")
+    if(COLLX_HAVE_NCCL)
+      string(APPEND backends ", nccl (libnccl.so.2 loaded at run time)")
+    endif()
+  endif()
+  message(STATUS "  device backends    : ${backends}")
   foreach(dep CUDA NCCL UCX HWLOC OPENSSL MPI GTEST BENCHMARK)
     if(COLLX_HAVE_${dep})
       set(state "found")

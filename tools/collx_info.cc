@@ -66,7 +66,7 @@ struct Feature {
 // yet; update the note when one is.
 const Feature kFeatures[] = {
     {"cuda", COLLX_INFO_HAVE_CUDA, "device buffers: reduction kernels, staging, CUDA IPC (lib/cuda, docs/cuda.md)"},
-    {"nccl", COLLX_INFO_HAVE_NCCL, "NCCL route for device buffers, loaded at run time (transports/nccl)"},
+    {"nccl", COLLX_INFO_HAVE_NCCL, "NCCL route for device buffers, loaded at run time (backends/nccl)"},
     {"ucx", COLLX_INFO_HAVE_UCX, "builds the ucx transport (transports/ucx)"},
     {"hwloc", COLLX_INFO_HAVE_HWLOC, "topology discovery (collx-info topo, include/collx/topology.h)"},
     {"openssl", COLLX_INFO_HAVE_OPENSSL, "job token (COLLX_JOB_TOKEN): HMAC-SHA256 on store and TCP connections"},

@@ -13,7 +13,7 @@
 
 #include "collx/collx.h"
 #include "lib/cuda/device.h"
-#include "transports/nccl/nccl_comm.h"
+#include "backends/nccl/nccl_comm.h"
 
 namespace {
 

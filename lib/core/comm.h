@@ -23,7 +23,7 @@
 #include "lib/core/selection.h"
 #include "lib/core/tune_file.h"
 #include "lib/core/store_bootstrap.h"
-#include "transports/nccl/nccl_comm.h"  // device point-to-point over NCCL
+#include "backends/backend.h"  // whole-collective device routes (NCCL, CUDA IPC)
 #include "transports/transport.h"
 
 namespace collx {
@@ -188,7 +188,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status create_transport(transport::Bootstrap* bootstrap, bool single_host, Deadline deadline);
   void use_cost_model();  // model_ for transport_, tuned or default
   void use_ring_order(const std::vector<std::string>& host_of_rank);  // ring_order_, ring_position_
-  std::string nearest_interface(const std::string& route_to_host) const;
+  std::string nearest_interface(const std::string& route_ip) const;  // TransportSetup::pick_interface
   // Every argument rule of a call, once (validate.cc); the memory-kind rule through
   // device_check() (comm_device.cc).
   Status validate(const CollCall& call) const;
@@ -306,12 +306,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<DeviceState> device_;  // lib/core/comm_device.cc; made by the first device call
   // Device point-to-point goes over NCCL: set by setup_bound_device_route() during init only,
   // never changed after (so every rank's route is known before the first call).
-  nccl::Comm* nccl_p2p_ = nullptr;
+  backend::Backend* nccl_p2p_ = nullptr;
   // Group p2p (comm_group.cc): NCCL operations kept until the batch ends, one NCCL group.
   std::mutex nccl_batch_mu_;
   std::thread::id nccl_batch_owner_;
   bool nccl_batch_open_ = false;
-  std::vector<nccl::CollOp> nccl_batch_;
+  std::vector<backend::DeviceOp> nccl_batch_;
   P2pStagingPool p2p_staging_;           // point-to-point on device buffers (comm_p2p_device.h)
   P2pStagingPool async_staging_;         // stream-ordered nonblocking collectives (comm_device_async.cc)
   std::shared_ptr<Hierarchy> hierarchy_;  // lib/core/comm_hierarchy.cc; null: one host

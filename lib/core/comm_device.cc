@@ -7,14 +7,13 @@
 #include <memory>
 #include <vector>
 
+#include "backends/backend.h"
 #include "lib/common/log.h"
 #include "lib/core/staging_plan.h"
 #include "lib/core/names.h"
 #include "lib/core/store_bootstrap.h"
 #include "lib/cuda/device.h"
 #include "lib/dtype/datatype.h"
-#include "transports/cuda_ipc/ipc_coll.h"
-#include "transports/nccl/nccl_comm.h"
 
 namespace collx {
 
@@ -25,7 +24,6 @@ constexpr size_t kStagingChunkBytes = 8u << 20;
 // collective at a time (the communicator runs them in order).
 class DeviceState {
  public:
-  DeviceState(int rank, int size) : ipc(rank, size) {}
   ~DeviceState() {
     for (void* e : chunk_events) {
       if (!e) continue;
@@ -64,9 +62,9 @@ class DeviceState {
   size_t pinned_bytes = 0;
   void* staging_event = nullptr;  // recorded after the copy back to the device
   void* chunk_events[2] = {nullptr, nullptr};  // a chunk's input is in its slot
-  std::unique_ptr<nccl::Comm> nccl;
+  std::unique_ptr<backend::Backend> nccl;
   bool nccl_refused = false;      // NCCL set-up said no on every rank: never tried again
-  cuda_ipc::Peers ipc;
+  std::unique_ptr<backend::Backend> ipc;  // CUDA IPC, made by its first call
   std::map<int, void*> side_streams;  // device -> the executor's stream (Communicator::side_stream)
 };
 
@@ -134,11 +132,6 @@ class CallBootstrap : public transport::Bootstrap {
   Gather gather_;
 };
 
-bool nccl_delegates(collx_coll_t coll) {
-  return coll == COLLX_COLL_ALLREDUCE || coll == COLLX_COLL_REDUCE_SCATTER || coll == COLLX_COLL_ALLGATHER ||
-         coll == COLLX_COLL_BROADCAST || coll == COLLX_COLL_REDUCE || coll == COLLX_COLL_ALLTOALL;
-}
-
 }  // namespace
 
 DeviceScope::~DeviceScope() {
@@ -184,15 +177,15 @@ Status Communicator::stage_v(DeviceState& d, const CollCall& call, const transpo
 bool Communicator::stream_ordered(const CollCall& call, bool* gated) const {
   if (!device_buffers(call)) return false;
   // NCCL orders its own work on the stream (and may be set up by the executor meanwhile).
-  if ((settings_.transports & COLLX_TRANSPORT_NCCL) && nccl_delegates(call.coll)) return false;
+  if ((settings_.transports & COLLX_TRANSPORT_NCCL) && backend::supports(backend::BackendKind::kNccl, call.coll, size_)) return false;
   // CUDA IPC, or the staging it falls back to at run time, is decided by the executor.
   *gated =
-      local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && cuda_ipc::supports(call.coll, size_);
+      local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && backend::supports(backend::BackendKind::kCudaIpc, call.coll, size_);
   return true;
 }
 
 Status Communicator::side_stream(int device, void** stream) {
-  if (!device_) device_ = std::make_shared<DeviceState>(rank_, size_);
+  if (!device_) device_ = std::make_shared<DeviceState>();
   void*& s = device_->side_streams[device];
   if (!s) COLLX_RETURN_IF_ERROR(cuda::stream_create(&s));
   *stream = s;
@@ -206,7 +199,7 @@ Status Communicator::capture_check(const CollCall& call) const {
   COLLX_RETURN_IF_ERROR(cuda::stream_capturing(call.stream, &capturing));
   if (!capturing) return Status::Ok();
   const bool p2p = call.coll == COLLX_COLL_SEND || call.coll == COLLX_COLL_RECV;
-  const bool nccl_route = !p2p && (settings_.transports & COLLX_TRANSPORT_NCCL) && nccl_delegates(call.coll) &&
+  const bool nccl_route = !p2p && (settings_.transports & COLLX_TRANSPORT_NCCL) && backend::supports(backend::BackendKind::kNccl, call.coll, size_) &&
                           !(device_ && device_->nccl_refused);
   if (nccl_route) return Status::Ok();
   // The other routes wait on the host for the stream and move data through host transports
@@ -217,13 +210,13 @@ Status Communicator::capture_check(const CollCall& call) const {
                      "COLLX_TRANSPORTS with NCCL usable, or run it outside the capture",
                      p2p ? "point-to-point call" : "collective",
                      !p2p && local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) &&
-                             cuda_ipc::supports(call.coll, size_)
+                             backend::supports(backend::BackendKind::kCudaIpc, call.coll, size_)
                          ? " or go through CUDA IPC"
                          : "");
 }
 
-nccl::CollOp nccl_op(const CollCall& call) {
-  nccl::CollOp op;
+backend::DeviceOp device_op(const CollCall& call) {
+  backend::DeviceOp op;
   op.coll = call.coll;
   op.sendbuf = call.sendbuf;
   op.recvbuf = call.recvbuf;
@@ -253,7 +246,14 @@ Status Communicator::buffer_device(const void* buf, int* device) const {
 
 Status Communicator::setup_nccl(DeviceState& d, int device, Deadline deadline) {
   StoreBootstrap bootstrap(store_, prefix_ + "/nccl", rank_, size_);
-  Status st = nccl::Comm::create(&bootstrap, rank_, size_, device, deadline, &aborted_, &d.nccl);
+  backend::BackendSetup setup;
+  setup.rank = rank_;
+  setup.size = size_;
+  setup.device = device;
+  setup.bootstrap = &bootstrap;
+  setup.deadline = deadline;
+  setup.abort_flag = &aborted_;
+  Status st = backend::create(backend::BackendKind::kNccl, setup, &d.nccl);
   bootstrap.cleanup().ignore();
   if (st.code() != COLLX_ERR_UNSUPPORTED) return st;
   d.nccl_refused = true;
@@ -266,7 +266,7 @@ Status Communicator::setup_bound_device_route(Deadline deadline) {
   // collective, a send issued before it on one rank and its receive issued after it on the
   // other would take different routes.
   if (job_.device < 0 || !(settings_.transports & COLLX_TRANSPORT_NCCL)) return Status::Ok();
-  device_ = std::make_shared<DeviceState>(rank_, size_);
+  device_ = std::make_shared<DeviceState>();
   DeviceScope scope;
   // A thread without the bound device (no GPU, no CUDA) still joins the exchange: NCCL's
   // set-up then refuses on every rank alike.
@@ -278,7 +278,7 @@ Status Communicator::setup_bound_device_route(Deadline deadline) {
 }
 
 Status Communicator::dispatch_device(const CollCall& call, const transport::OpDesc& desc, Deadline deadline) {
-  if (!device_) device_ = std::make_shared<DeviceState>(rank_, size_);
+  if (!device_) device_ = std::make_shared<DeviceState>();
   DeviceState& d = *device_;
   // Run on the buffers' device (nonblocking calls run on the executor's thread).
   int device = 0;
@@ -296,7 +296,7 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
   bool capturing = false;
   if (call.stream) COLLX_RETURN_IF_ERROR(cuda::stream_capturing(call.stream, &capturing));
 
-  if ((settings_.transports & COLLX_TRANSPORT_NCCL) && !d.nccl_refused && nccl_delegates(call.coll)) {
+  if ((settings_.transports & COLLX_TRANSPORT_NCCL) && !d.nccl_refused && backend::supports(backend::BackendKind::kNccl, call.coll, size_)) {
     if (!d.nccl) COLLX_RETURN_IF_ERROR(setup_nccl(d, device, deadline));
     if (d.nccl) {
       if (settings_.nccl_check_calls) {
@@ -311,15 +311,15 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
         Status st = algo::barrier_dissemination(ctx, args);
         if (!st.ok()) return st.with_context("before the NCCL call (COLLX_NCCL_CHECK_CALLS=1): ");
       }
-      nccl::CollOp op = nccl_op(call);
+      backend::DeviceOp op = device_op(call);
       op.captured = capturing;
-      return d.nccl->enqueue(op, deadline);
+      return d.nccl->run(op, nullptr, deadline);
     }
   }
   // NCCL said no just now (capture_check() allowed the call expecting it): refuse as it does.
   if (capturing) return capture_check(call);
 
-  if (local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && cuda_ipc::supports(call.coll, size_)) {
+  if (local_size_ == size_ && (settings_.transports & COLLX_TRANSPORT_SHM) && backend::supports(backend::BackendKind::kCudaIpc, call.coll, size_)) {
     CallBootstrap bootstrap(size_, [this, &desc](const std::vector<uint8_t>& mine, std::vector<uint8_t>* all,
                                                  Deadline until) -> Status {
       algo::Context ctx = host_context();
@@ -334,16 +334,14 @@ Status Communicator::dispatch_device(const CollCall& call, const transport::OpDe
       args.count = mine.size();
       return algo::allgather_ring(ctx, args);
     });
-    cuda_ipc::Call c;
-    c.coll = call.coll;
-    c.sendbuf = call.sendbuf;
-    c.recvbuf = call.recvbuf;
-    c.count = call.count;
-    c.datatype = static_cast<collx_datatype_t>(call.datatype);
-    c.op = static_cast<collx_op_t>(call.op);
-    c.premul_scalar = call.premul_scalar;
-    c.stream = call.stream;
-    Status st = d.ipc.run(c, &bootstrap, deadline, &aborted_);
+    if (!d.ipc) {
+      backend::BackendSetup setup;
+      setup.rank = rank_;
+      setup.size = size_;
+      setup.abort_flag = &aborted_;
+      COLLX_RETURN_IF_ERROR(backend::create(backend::BackendKind::kCudaIpc, setup, &d.ipc));
+    }
+    Status st = d.ipc->run(device_op(call), &bootstrap, deadline);
     // UNSUPPORTED: a rank's buffer cannot be shared (not from cudaMalloc); every rank saw the
     // same exchange and falls back to staging alike.
     if (st.code() != COLLX_ERR_UNSUPPORTED) return st;

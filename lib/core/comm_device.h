@@ -1,8 +1,8 @@
 // CUDA device buffers in the communicator's collective path (docs/cuda.md). Three routes,
 // chosen the same way on every rank:
-//   * NCCL (transports/nccl): when the allowed transports include nccl and libnccl.so.2 loads
+//   * NCCL (backends/nccl): when the allowed transports include nccl and libnccl.so.2 loads
 //     and every rank has a GPU of its own; the operation is enqueued on the caller's stream.
-//   * CUDA IPC (transports/cuda_ipc): all-reduce, reduce-scatter and all-gather when every rank
+//   * CUDA IPC (backends/cuda_ipc): all-reduce, reduce-scatter and all-gather when every rank
 //     is on this host and shm is allowed; peers read each other's device memory.
 //   * Staging: everything else runs the host algorithm on pinned host copies.
 // The hooks: validate() asks device_check() for the memory-kind rule, and dispatch() in
@@ -23,8 +23,8 @@ Status device_check(const CollCall& call);
 // COLLX_MEM_AUTO). A call with no elements never is: every rank takes the host path for it.
 bool device_buffers(const CollCall& call);
 
-// The call as the NCCL backend takes it (collectives and point-to-point).
-nccl::CollOp nccl_op(const CollCall& call);
+// The call as a whole-collective backend takes it (collectives and point-to-point).
+backend::DeviceOp device_op(const CollCall& call);
 
 // Makes `device` the calling thread's current CUDA device until destroyed, when the thread
 // gets its own back (device calls run on the buffers' device, whichever thread runs them).

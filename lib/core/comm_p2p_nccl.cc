@@ -9,7 +9,7 @@
 namespace collx {
 
 Status Communicator::post_p2p_nccl(const CollCall& call) {
-  const nccl::CollOp op = nccl_op(call);
+  const backend::DeviceOp op = device_op(call);
   {
     std::lock_guard<std::mutex> lock(nccl_batch_mu_);
     if (nccl_batch_open_ && nccl_batch_owner_ == std::this_thread::get_id()) {
@@ -19,7 +19,7 @@ Status Communicator::post_p2p_nccl(const CollCall& call) {
   }
   DeviceScope scope;
   COLLX_RETURN_IF_ERROR(scope.enter(nccl_p2p_->device()));
-  return nccl_p2p_->enqueue_p2p(&op, 1, deadline_for(call.timeout_ms));
+  return nccl_p2p_->run_p2p(&op, 1, deadline_for(call.timeout_ms));
 }
 
 void Communicator::begin_nccl_p2p_batch() {
@@ -32,7 +32,7 @@ void Communicator::begin_nccl_p2p_batch() {
 
 Status Communicator::end_nccl_p2p_batch(Deadline deadline, bool enqueue) {
   if (!nccl_p2p_) return Status::Ok();
-  std::vector<nccl::CollOp> ops;
+  std::vector<backend::DeviceOp> ops;
   {
     std::lock_guard<std::mutex> lock(nccl_batch_mu_);
     if (!nccl_batch_open_ || nccl_batch_owner_ != std::this_thread::get_id()) return Status::Ok();
@@ -42,7 +42,7 @@ Status Communicator::end_nccl_p2p_batch(Deadline deadline, bool enqueue) {
   if (ops.empty() || !enqueue) return Status::Ok();
   DeviceScope scope;
   COLLX_RETURN_IF_ERROR(scope.enter(nccl_p2p_->device()));
-  return nccl_p2p_->enqueue_p2p(ops.data(), ops.size(), deadline);
+  return nccl_p2p_->run_p2p(ops.data(), ops.size(), deadline);
 }
 
 }  // namespace collx

@@ -1,7 +1,8 @@
 // Which transport a communicator uses, and its creation.
 //
 // One transport per communicator, chosen from what the ranks share and what is allowed
-// (COLLX_TRANSPORTS / config->transports), first match wins:
+// (COLLX_TRANSPORTS / config->transports), first match wins (the order of the table in
+// transports/factory.cc, which knows each transport's parameters; the core knows none):
 //   * every rank on this host, shm allowed  -> shared memory (transports/shm)
 //   * tcp allowed                           -> TCP (transports/tcp)
 //   * ucx allowed and built                 -> UCX (transports/ucx)
@@ -24,10 +25,7 @@
 #include "lib/core/nic_choice.h"
 #include "lib/topo/topo_decide.h"
 #include "lib/topo/topo_load.h"
-#include "transports/tcp/socket_util.h"
-#include "transports/shm/shm_transport.h"
-#include "transports/tcp/tcp_transport.h"
-#include "transports/ucx/ucx_transport.h"
+#include "transports/factory.h"
 
 namespace collx {
 namespace {
@@ -45,77 +43,43 @@ std::string allowed_names(uint32_t mask) {
   return out.empty() ? std::string("none") : out;
 }
 
-// The fields every transport's parameters share.
-template <class Params>
-Params common_params(int rank, int size, uint64_t comm_id, transport::Bootstrap* bootstrap, const char* name,
-                     Deadline deadline) {
-  Params params;
-  params.rank = rank;
-  params.size = size;
-  params.comm_id = comm_id;
-  params.bootstrap = bootstrap;
-  params.bootstrap_name = name;
-  params.describe = describe_op;
-  params.deadline = deadline;
-  return params;
-}
-
 }  // namespace
 
 Status Communicator::create_transport(transport::Bootstrap* bootstrap, bool single_host, Deadline deadline) {
   const uint32_t allowed = settings_.transports;
-  const uint64_t comm_id = fnv1a64(prefix_.data(), prefix_.size());
+  transport::TransportSetup setup;
+  setup.rank = rank_;
+  setup.size = size_;
+  setup.comm_id = fnv1a64(prefix_.data(), prefix_.size());
+  setup.comm_name = name_;
+  setup.bootstrap = bootstrap;
+  setup.describe = describe_op;
+  setup.deadline = deadline;
+  setup.single_host = single_host;
+  if (!job_.store_addr.empty()) setup.route_to_host = host_of(job_.store_addr);
+  setup.pick_interface = [this](const std::string& route_ip) { return nearest_interface(route_ip); };
 
-  if (single_host && (allowed & COLLX_TRANSPORT_SHM)) {
-    auto params = common_params<ShmTransportParams>(rank_, size_, comm_id, bootstrap, "shm", deadline);
-    uint64_t unexpected_max = params.unexpected_max_bytes;
-    COLLX_RETURN_IF_ERROR(setting_size(SettingId::UNEXPECTED_MAX, &unexpected_max));
-    params.unexpected_max_bytes = static_cast<size_t>(unexpected_max);
-    COLLX_RETURN_IF_ERROR(create_shm_transport(params, &transport_));
-    use_cost_model();
-    COLLX_INFO(INIT, "communicator '%s': shared-memory transport (all %d ranks on this host)", name_.c_str(), size_);
-    return Status::Ok();
-  }
-
-  if (!(allowed & COLLX_TRANSPORT_TCP) && (allowed & COLLX_TRANSPORT_UCX) && ucx_transport_built()) {
-    const auto params = common_params<UcxTransportParams>(rank_, size_, comm_id, bootstrap, "ucx", deadline);
-    COLLX_RETURN_IF_ERROR(create_ucx_transport(params, &transport_));
-    use_cost_model();
-    COLLX_INFO(INIT, "communicator '%s': UCX transport", name_.c_str());
-    return Status::Ok();
-  }
-  if (!(allowed & COLLX_TRANSPORT_TCP)) {
-    return make_status(COLLX_ERR_UNSUPPORTED,
-                       "no usable transport: the allowed set (COLLX_TRANSPORTS or config->transports) is "
-                       "'%s'; %s%s", allowed_names(allowed).c_str(),
-                       single_host ? "shm, tcp or ucx is needed here"
-                                   : "ranks span several hosts, which needs tcp or ucx",
-                       (allowed & COLLX_TRANSPORT_UCX) && !ucx_transport_built()
-                           ? " (this library was built without UCX)" : "");
-  }
-  auto params = common_params<TcpTransportParams>(rank_, size_, comm_id, bootstrap, "tcp", deadline);
-  COLLX_RETURN_IF_ERROR(load_tcp_settings(&params));
-  // On loopback several sockets per peer cost more than they bring (measured: one socket
-  // 1.3-1.5 GB/s, two 1.0-1.2 GB/s): stripe only across hosts unless asked to.
-  if (single_host && !setting_is_set(SettingId::TCP_NSOCKS)) params.sockets_per_peer = 1;
-  if (params.ifname.empty()) {
-    if (single_host) {
-      params.route_to_host = "127.0.0.1";
-    } else if (!job_.store_addr.empty()) {
-      params.route_to_host = host_of(job_.store_addr);
-      params.ifname = nearest_interface(params.route_to_host);  // "" keeps the route's
-    } else {
-      return make_status(COLLX_ERR_INVALID_ARG,
-                         "ranks of '%s' span several hosts and the store has no network address to "
-                         "pick an interface from; set COLLX_SOCKET_IFNAME (e.g. eth0)",
-                         name_.c_str());
+  std::string not_built;
+  size_t count = 0;
+  const transport::TransportFactory* factories = transport::transport_factories(&count);
+  for (size_t i = 0; i < count; ++i) {
+    const transport::TransportFactory& f = factories[i];
+    if (!(allowed & f.kind) || (f.single_host_only && !single_host)) continue;
+    if (!f.built()) {
+      not_built += std::string(" (this library was built without ") + f.name + ")";
+      continue;
     }
+    COLLX_RETURN_IF_ERROR(f.create(setup, &transport_));
+    use_cost_model();
+    COLLX_INFO(INIT, "communicator '%s': %s transport (%d ranks%s)", name_.c_str(), f.name, size_,
+               single_host ? ", all on this host" : "");
+    return Status::Ok();
   }
-  std::unique_ptr<TcpTransport> tcp;
-  COLLX_RETURN_IF_ERROR(create_tcp_transport(params, &tcp));
-  transport_ = std::move(tcp);
-  use_cost_model();
-  return Status::Ok();
+  return make_status(COLLX_ERR_UNSUPPORTED,
+                     "no usable transport: the allowed set (COLLX_TRANSPORTS or config->transports) is "
+                     "'%s'; %s%s", allowed_names(allowed).c_str(),
+                     single_host ? "shm, tcp or ucx is needed here" : "ranks span several hosts, which needs tcp or ucx",
+                     not_built.c_str());
 }
 
 void Communicator::use_cost_model() {
@@ -144,14 +108,11 @@ void Communicator::use_ring_order(const std::vector<std::string>& host_of_rank) 
 }
 
 // COLLX_SOCKET_IFNAME unset, ranks on several hosts: among the interfaces on the subnet of
-// the one that routes to the store, the one nearest this rank (nic_choice.h), as an exact
-// COLLX_SOCKET_IFNAME spec. "" (use the route's interface) when there is no choice to make
-// or the topology cannot be read.
-std::string Communicator::nearest_interface(const std::string& route_to_host) const {
-  tcp::SocketAddress route;
-  std::string why;
-  if (!tcp::choose_local_address("", route_to_host, &route, &why).ok()) return "";
-  const std::vector<std::string> reachable = interfaces_on_subnet_of(route.ip());
+// `route_ip` (the local address that routes to the store), the one nearest this rank
+// (nic_choice.h), as an exact COLLX_SOCKET_IFNAME spec. "" (use the route's interface) when
+// there is no choice to make or the topology cannot be read.
+std::string Communicator::nearest_interface(const std::string& route_ip) const {
+  const std::vector<std::string> reachable = interfaces_on_subnet_of(route_ip);
   if (reachable.size() < 2) return "";
   topo::Topology machine;
   if (!topo::load_this_machine(&machine).ok()) return "";

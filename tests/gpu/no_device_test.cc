@@ -10,7 +10,7 @@
 #include "lib/cuda/device.h"
 #include "parallel/parallel_test_util.h"
 #include "tests/support/thread_ranks.h"
-#include "transports/nccl/nccl_comm.h"
+#include "backends/nccl/nccl_comm.h"
 
 namespace collx {
 namespace testing {

@@ -1,5 +1,5 @@
 // CUDA IPC direct collectives (see ipc_coll.h).
-#include "transports/cuda_ipc/ipc_coll.h"
+#include "backends/cuda_ipc/ipc_coll.h"
 
 #include <algorithm>
 #include <cstring>

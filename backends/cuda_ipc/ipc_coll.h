@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "collx/collx.h"
 #include "lib/common/deadline.h"
 #include "lib/common/status.h"
@@ -34,16 +35,8 @@
 namespace collx {
 namespace cuda_ipc {
 
-struct Call {
-  collx_coll_t coll = COLLX_COLL_ALLREDUCE;  // ALLREDUCE, REDUCE_SCATTER or ALLGATHER
-  const void* sendbuf = nullptr;
-  void* recvbuf = nullptr;
-  size_t count = 0;  // collx's count (per rank for reduce_scatter and allgather)
-  collx_datatype_t datatype = COLLX_FLOAT32;
-  collx_op_t op = COLLX_SUM;
-  double premul_scalar = 1.0;
-  void* stream = nullptr;
-};
+// One collective (ALLREDUCE, REDUCE_SCATTER or ALLGATHER); root, peer and captured are unused.
+using Call = backend::DeviceOp;
 
 // Whether the direct schedule handles this call (collective, world size).
 bool supports(collx_coll_t coll, int size);
@@ -85,6 +78,10 @@ class Peers {
   std::vector<std::string> local_devices_;       // UUID of each device this process sees
   std::map<std::string, std::string> verdicts_;  // devices -> "" (peer access) or why not
 };
+
+// For backends/backend.cc: Peers wrapped as a backend::Backend, aborting on *setup.abort_flag
+// (never fails: mappings are made per call).
+Status create_backend(const backend::BackendSetup& setup, std::unique_ptr<backend::Backend>* out);
 
 }  // namespace cuda_ipc
 }  // namespace collx

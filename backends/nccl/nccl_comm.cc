@@ -1,6 +1,6 @@
 // NCCL backend (see nccl_comm.h). Built only with nccl.h at hand (COLLX_HAVE_NCCL); NCCL's
 // functions are looked up in libnccl.so.2 at run time.
-#include "transports/nccl/nccl_comm.h"
+#include "backends/nccl/nccl_comm.h"
 
 #include <chrono>
 #include <cstring>

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/backend.h"
 #include "collx/collx.h"
 #include "lib/common/deadline.h"
 #include "lib/common/status.h"
@@ -28,22 +29,8 @@ bool available(std::string* why = nullptr);
 // "2.28.3" of the loaded library, or "" when not loaded.
 std::string library_version();
 
-// One collective as the backend needs it. Buffers are device pointers.
-struct CollOp {
-  collx_coll_t coll = COLLX_COLL_ALLREDUCE;
-  const void* sendbuf = nullptr;
-  void* recvbuf = nullptr;
-  size_t count = 0;  // as collx counts it (per rank for reduce_scatter, allgather, alltoall)
-  collx_datatype_t datatype = COLLX_FLOAT32;
-  collx_op_t op = COLLX_SUM;
-  double premul_scalar = 1.0;
-  int root = 0;  // broadcast, reduce
-  int peer = -1;  // send, recv
-  void* stream = nullptr;
-  // The stream is capturing a CUDA graph: the operation runs at each replay, so no deadline
-  // event is recorded for the watchdog (querying a captured event is an error).
-  bool captured = false;
-};
+// One collective or point-to-point call as the backend needs it. Buffers are device pointers.
+using CollOp = backend::DeviceOp;
 
 class Comm {
  public:
@@ -77,6 +64,11 @@ class Comm {
   explicit Comm(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// For backends/backend.cc: the collectives NCCL runs natively (any size), and a Comm over
+// setup.bootstrap wrapped as a backend::Backend (COLLX_ERR_UNSUPPORTED as Comm::create).
+bool supports(collx_coll_t coll, int size);
+Status create_backend(const backend::BackendSetup& setup, std::unique_ptr<backend::Backend>* out);
 
 }  // namespace nccl
 }  // namespace collx
