@@ -20,10 +20,6 @@ std::vector<int32_t> pattern(size_t count, int rank, unsigned salt) {
   return v;
 }
 
-void hold_until_open(void* gate) {
-  while (!static_cast<std::atomic<bool>*>(gate)->load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
-}
-
 // A stream of its own held by hold_until_open until open() (at the latest when destroyed), and
 // an event recorded right after the held work.
 struct HeldStream {
@@ -54,6 +50,10 @@ std::string mismatch(const std::vector<int32_t>& got, const std::vector<int32_t>
 }
 
 }  // namespace
+
+void hold_until_open(void* gate) {
+  while (!static_cast<std::atomic<bool>*>(gate)->load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
 
 std::string run_p2p_ring(const P2pCase& c, int rank, int size, collx_comm_t comm, void* stream, unsigned salt) {
   const size_t bytes = c.count * sizeof(int32_t);

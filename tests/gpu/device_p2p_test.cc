@@ -11,9 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "lib/cuda/device.h"
@@ -58,10 +56,6 @@ TEST(DeviceP2pStreamOrdered, IsendReturnsBeforeEarlierStreamWorkEndsAndKeepsMess
       if (::testing::Test::HasFailure()) return;
     }
   }
-}
-
-void hold_until_open(void* gate) {
-  while (!static_cast<std::atomic<bool>*>(gate)->load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 
 TEST(DeviceP2pStreamOrdered, SendWhoseStreamNeverGetsThereTimesOutNamingTheCopy) {
