@@ -570,6 +570,12 @@ COLLX_API collx_status_t collx_iscatterv(const void* sendbuf, const size_t* send
                                          collx_request_t* request);
 COLLX_API collx_status_t collx_ibarrier(collx_comm_t comm, const collx_opts_t* opts,
                                         collx_request_t* request);
+/* Point-to-point. Receives from one peer with one tag match its sends in call order.
+ * Device buffers over staging (docs/cuda.md, "What blocks the host"): collx_isend queues the
+ * copy of buf to host staging on opts->stream and returns without waiting for the stream; the
+ * message is posted once that copy ended, and is complete for collx_wait/collx_test when it
+ * left. collx_irecv returns at once; the copy to buf is queued on opts->stream by the
+ * collx_wait/collx_test that sees the message. */
 COLLX_API collx_status_t collx_isend(const void* buf, size_t count, collx_datatype_t datatype,
                                      int32_t peer, int32_t tag, collx_comm_t comm,
                                      const collx_opts_t* opts, collx_request_t* request);

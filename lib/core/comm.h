@@ -19,6 +19,7 @@
 #include "lib/core/executor.h"
 #include "lib/core/flight_recorder.h"  // flight recorder
 #include "lib/core/host_identity.h"
+#include "lib/core/p2p_deferred_sends.h"
 #include "lib/core/launch_env.h"
 #include "lib/core/selection.h"
 #include "lib/core/tune_file.h"
@@ -92,6 +93,10 @@ class RequestImpl {
   Deadline& op_deadline() { return op_deadline_; }
   std::string& context() { return context_; }
   const std::shared_ptr<Communicator>& comm() const { return comm_; }
+  // Point-to-point: a send not posted yet is never posted after this (a group abandoned).
+  void cancel_deferred_post() {
+    if (deferred_) deferred_->cancel();
+  }
 
  private:
   friend class Communicator;
@@ -107,6 +112,8 @@ class RequestImpl {
   std::string context_;
   uint64_t fr_id_ = 0;  // flight recorder record of a point-to-point request
   std::unique_ptr<P2pStaged> staged_;  // point-to-point on device buffers (comm_p2p_device.h)
+  // A send that the poster posts later (p2p_deferred_sends.h); reset once it was posted.
+  std::shared_ptr<DeferredSends::Ticket> deferred_;
 };
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
@@ -252,6 +259,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int64_t timeout_for(int64_t call_timeout_ms) const;  // the call's, else the communicator's (< 0: none)
   Deadline deadline_for(int64_t call_timeout_ms) const;
   Status wait_p2p(RequestImpl* request, Deadline wait_deadline);
+  // Hands a send to deferred_sends_: posted once the request's staging copy ended (or at
+  // once after the earlier deferred sends to `peer` and `tag`). comm_p2p.cc.
+  Status defer_send(const std::shared_ptr<RequestImpl>& request, int peer, uint64_t tag, const void* buf,
+                    size_t bytes, const transport::OpDesc& desc);
 
   int rank_ = 0;
   int size_ = 1;
@@ -314,6 +325,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::vector<backend::DeviceOp> nccl_batch_;
   P2pStagingPool p2p_staging_;           // point-to-point on device buffers (comm_p2p_device.h)
   P2pStagingPool async_staging_;         // stream-ordered nonblocking collectives (comm_device_async.cc)
+  // Sends posted once their staging copy ended, and the sends behind them (p2p_deferred_sends.h).
+  // Stopped by destroy() (its entries own requests, which own this communicator).
+  DeferredSends deferred_sends_;
   std::shared_ptr<Hierarchy> hierarchy_;  // lib/core/comm_hierarchy.cc; null: one host
 
   mutable std::mutex state_mutex_;

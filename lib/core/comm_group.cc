@@ -251,6 +251,7 @@ Status GroupBatch::post_p2p() {
 void GroupBatch::abandon(const Status& why) {
   for (P2p& p : p2p_) {
     if (!p.request) continue;
+    p.request->cancel_deferred_post();
     transport::Request* tx = &p.request->transport_request();
     if (!tx->done()) comm_->transport_->cancel(&tx, 1);
     p.request.reset();

@@ -219,6 +219,13 @@ void Communicator::destroy() {
     executor_.drain(Deadline::after_ms(2000));
   }
   executor_.stop();
+  // Sends waiting for their staging copy: posted before the transport closes, so a peer
+  // still gets what the calls before destroy sent (bounded as the executor above).
+  if (!deferred_sends_.drain(deadline.min(Deadline::after_ms(5000)))) {
+    COLLX_WARN(COLL, "destroy of '%s': sends waiting for their copy to host staging were not posted in time; "
+               "dropping them", name_.c_str());
+  }
+  deferred_sends_.stop(make_status(COLLX_ERR_INVALID_USAGE, "the communicator was destroyed before the send was posted"));
   flight_.close();  // flight recorder: unregister, write the trace
   {
     std::lock_guard<std::mutex> lock(detached_mutex_);
@@ -268,7 +275,10 @@ void Communicator::detach(std::shared_ptr<RequestImpl> request) {
   std::lock_guard<std::mutex> lock(detached_mutex_);
   // Drop the ones that finished meanwhile, keep the rest alive for the transport.
   detached_.erase(std::remove_if(detached_.begin(), detached_.end(),
-                                 [](const std::shared_ptr<RequestImpl>& r) { return r->tx_request_.done(); }),
+                                 [](const std::shared_ptr<RequestImpl>& r) {
+                                   // A send not posted yet has a transport request that looks done.
+                                   return r->tx_request_.done() && !(r->deferred_ && !r->deferred_->settled());
+                                 }),
                   detached_.end());
   detached_.push_back(std::move(request));
 }

@@ -3,6 +3,10 @@
 // Nonblocking sends and receives are posted to the transport at once (so exchanges between
 // two ranks cannot deadlock on ordering) and progress whenever a thread waits on the
 // transport: collx_test/collx_wait on the request, or any other call on the communicator.
+// A send from device buffers over staging is the exception: the host does not wait for the
+// copy to staging, so the send is deferred and posted by the poster once the copy ended,
+// with the later sends to the same peer and tag behind it (p2p_deferred_sends.h).
+#include "lib/common/exception_status.h"
 #include "lib/common/log.h"
 #include "lib/core/comm.h"
 #include "lib/core/comm_device.h"
@@ -22,6 +26,10 @@ transport::OpDesc p2p_desc(const CollCall& call) {
   desc.seq = 0;
   return desc;
 }
+
+// What a deferred send waits for, in its timeout message.
+constexpr const char* kStagingCopy =
+    "the copy of the send buffer to host staging (queued on the stream after the work already there)";
 
 }  // namespace
 
@@ -53,16 +61,18 @@ Status Communicator::post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>
       on_nccl = true;
     } else if (st.ok()) {  // staged through pinned memory (comm_p2p_device.h)
       st = call.coll == COLLX_COLL_SEND
-               ? P2pStaged::for_send(&p2p_staging_, sendbuf, bytes, call.stream, request->op_deadline_, &aborted_,
-                                     &request->staged_)
+               ? P2pStaged::for_send(&p2p_staging_, sendbuf, bytes, call.stream, &request->staged_)
                : P2pStaged::for_recv(&p2p_staging_, recvbuf, bytes, call.stream, &request->staged_);
     }
     if (request->staged_) sendbuf = recvbuf = request->staged_->host();
   }
-  if (st.ok() && !on_nccl) {
-    st = call.coll == COLLX_COLL_SEND
-             ? transport_->post_send(tx, call.peer, static_cast<uint64_t>(call.tag), sendbuf, bytes, desc)
-             : transport_->post_recv(tx, call.peer, static_cast<uint64_t>(call.tag), recvbuf, bytes, desc);
+  const uint64_t tag = static_cast<uint64_t>(call.tag);
+  if (st.ok() && !on_nccl && call.coll == COLLX_COLL_SEND &&
+      (request->staged_ || deferred_sends_.holds(call.peer, tag))) {
+    st = defer_send(request, call.peer, tag, sendbuf, bytes, desc);
+  } else if (st.ok() && !on_nccl) {
+    st = call.coll == COLLX_COLL_SEND ? transport_->post_send(tx, call.peer, tag, sendbuf, bytes, desc)
+                                      : transport_->post_recv(tx, call.peer, tag, recvbuf, bytes, desc);
   }
   if (!st.ok()) {
     request->staged_.reset();
@@ -72,6 +82,27 @@ Status Communicator::post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>
     return st;
   }
   *out = std::move(request);
+  return Status::Ok();
+}
+
+Status Communicator::defer_send(const std::shared_ptr<RequestImpl>& request, int peer, uint64_t tag,
+                                const void* buf, size_t bytes, const transport::OpDesc& desc) {
+  DeferredSends::ReadyFn ready;  // none: only queued behind an earlier deferred send
+  if (const P2pStaged* staged = request->staged_.get()) {
+    // The request owns the staging until the ticket is settled or cancelled (wait_p2p).
+    ready = [staged](bool* done) { return staged->copied(done); };
+  }
+  // The entry keeps the request (its transport request and staging) alive until posted;
+  // the request keeps this communicator.
+  auto post = [this, request, peer, tag, buf, bytes, desc] {
+    return transport_->post_send(&request->tx_request_, peer, tag, buf, bytes, desc);
+  };
+  try {
+    request->deferred_ =
+        deferred_sends_.defer(peer, tag, std::move(ready), std::move(post), request->op_deadline_, &aborted_, kStagingCopy);
+  } catch (...) {
+    return current_exception_status("deferring a send until its staging copy ends");
+  }
   return Status::Ok();
 }
 
@@ -87,6 +118,25 @@ Status Communicator::send_recv(const CollCall& call) {
 // Waits for a point-to-point request until its own deadline (a failure: the communicator
 // fails) or `wait_deadline` (not a failure: IN_PROGRESS).
 Status Communicator::wait_p2p(RequestImpl* request, Deadline wait_deadline) {
+  if (request->deferred_) {
+    // A deferred send: first it must be posted (or fail) by the poster.
+    Status posted;
+    if (!request->deferred_->wait(request->op_deadline_.min(wait_deadline), &posted)) {
+      if (!request->op_deadline_.expired()) return Status(COLLX_IN_PROGRESS, "still in progress");
+      if (request->deferred_->cancel()) {
+        posted = make_status(COLLX_ERR_TIMEOUT, "%s did not end before the deadline", kStagingCopy);
+      } else {
+        request->deferred_->wait(Deadline::never(), &posted);  // settled meanwhile: at once
+      }
+    }
+    request->deferred_.reset();
+    if (!posted.ok()) {
+      request->staged_.reset();
+      Status st = posted.with_context(request->context_);
+      fail(st);
+      return st;
+    }
+  }
   transport::Request* tx = &request->tx_request_;
   if (!tx->done()) {
     const Deadline until = request->op_deadline_.min(wait_deadline);

@@ -15,8 +15,8 @@ constexpr size_t kMinStagingBytes = 64u << 10;
 
 void P2pStagingPool::destroy(Buffer* buffer) {
   if (buffer->pending) {
-    // A copy to the device may still read the staging: it must end before the memory goes.
-    cuda::event_wait(buffer->event, Deadline::after_ms(10000), nullptr, "a staged receive's copy to the device")
+    // A copy on a stream may still use the staging: it must end before the memory goes.
+    cuda::event_wait(buffer->event, Deadline::after_ms(10000), nullptr, "a copy on a stream into or out of point-to-point staging")
         .ignore();
   }
   if (buffer->event) cuda::event_destroy(buffer->event);
@@ -75,14 +75,15 @@ void P2pStagingPool::release(Buffer buffer) {
 }
 
 Status P2pStaged::for_send(P2pStagingPool* pool, const void* device_src, size_t bytes, void* stream,
-                           Deadline deadline, const std::atomic<bool>* abort, std::unique_ptr<P2pStaged>* out) {
+                           std::unique_ptr<P2pStaged>* out) {
   std::unique_ptr<P2pStaged> staged(new P2pStaged(pool, nullptr, bytes, stream));
   COLLX_RETURN_IF_ERROR(pool->acquire(bytes, &staged->buffer_));
   COLLX_RETURN_IF_ERROR(cuda::copy_async(staged->buffer_.pinned, device_src, bytes, cuda::CopyKind::kDeviceToHost, stream));
+  // From here the stream may write the staging: the pool reuses it only once the event is
+  // done (a request dropped before its copy ended included). Marked before the record, as
+  // in deliver().
+  staged->buffer_.pending = true;
   COLLX_RETURN_IF_ERROR(cuda::event_record(staged->buffer_.event, stream));
-  // The message leaves from the staging: the copy (after the stream's earlier work) must end.
-  COLLX_RETURN_IF_ERROR(
-      cuda::event_wait(staged->buffer_.event, deadline, abort, "the copy of the send buffer to host staging"));
   *out = std::move(staged);
   return Status::Ok();
 }

@@ -100,6 +100,22 @@ TEST(DeviceP2pProcesses, RingDeliversStreamOrderedDataOverTcpAndShm) {
   }
 }
 
+// collx_isend from a device buffer returns before its stream's earlier work ended, between
+// processes too; the later host-buffer send to the same peer and tag arrives second.
+TEST(DeviceP2pProcesses, IsendReturnsBeforeEarlierStreamWorkEndsAndKeepsMessageOrder) {
+  for (const DeviceRoute& route : kRoutes) {
+    auto results = run_comm_processes(
+        3, 120000,
+        [&](int rank, int n, collx_comm_t comm) {
+          const std::string failure = run_p2p_isend_on_held_stream(rank, n, comm, 23);
+          if (!failure.empty()) std::fprintf(stderr, "%s: %s\n", route.name, failure.c_str());
+          return failure.empty() ? 0 : 1;
+        },
+        60000, route.transports);
+    for (const RankResult& r : results) ASSERT_EQ(r.exit_code, 0) << route.name << ": " << describe(results);
+  }
+}
+
 // The parallel layer's tp/sp ops, pipeline ring and vocab-parallel cross-entropy on device
 // buffers between processes (peer buffers, the thread's device workspace included, opened
 // from IPC handles on the IPC route), against the same calls on host buffers.

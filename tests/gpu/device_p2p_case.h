@@ -26,5 +26,15 @@ std::string run_p2p_ring(const P2pCase& c, int rank, int size, collx_comm_t comm
 // memory kinds; stops at the first failure and returns it ("" when all passed).
 std::string run_p2p_rings(int rank, int size, collx_comm_t comm, void* stream);
 
+// A host function (cuda::launch_host_func) that holds its stream until *(std::atomic<bool>*)gate.
+void hold_until_open(void* gate);
+
+// collx_isend from a device buffer whose stream is held by earlier work (a host function that
+// waits for a gate this rank opens later) must return before that work ended (seen by an
+// event recorded between the two, not by time) and not report completion before its data
+// exist; a host-buffer isend to the same peer and tag queued after it must arrive second.
+// Ring of `size` ranks, on a stream of the rank's own. Returns "" or what failed.
+std::string run_p2p_isend_on_held_stream(int rank, int size, collx_comm_t comm, unsigned salt);
+
 }  // namespace testing
 }  // namespace collx
