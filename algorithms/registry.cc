@@ -27,30 +27,34 @@ const AlgorithmInfo kAlgorithms[COLLX_NUM_ALGORITHMS] = {
 };
 
 // Grouped by algorithm in enum order; auto_order ranks a collective's automatic candidates.
+// Columns: algorithm, collective, schedule, auto_order, fixed_order_bytes, on_ring_positions.
+// Fixed order: recursive doubling combines whole vectors at every step; the shared-memory
+// all-reduce reduces the whole vector from every board in rank order up to its small size,
+// and per-rank slices (each started from its owner's data) above it.
 const Implementation kImplementations[] = {
-    {COLLX_ALGO_RING, COLLX_COLL_ALLREDUCE, allreduce_ring, 1},
-    {COLLX_ALGO_RING, COLLX_COLL_REDUCE_SCATTER, reduce_scatter_ring, 0},
-    {COLLX_ALGO_RING, COLLX_COLL_ALLGATHER, allgather_ring, 0},
-    {COLLX_ALGO_RECURSIVE_DOUBLING, COLLX_COLL_ALLREDUCE, allreduce_recursive_doubling, 0},
-    {COLLX_ALGO_BINOMIAL, COLLX_COLL_BROADCAST, broadcast_binomial, 0},
-    {COLLX_ALGO_BINOMIAL, COLLX_COLL_REDUCE, reduce_binomial, 0},
-    {COLLX_ALGO_PAIRWISE, COLLX_COLL_ALLTOALL, alltoall_pairwise, 0},
-    {COLLX_ALGO_PAIRWISE, COLLX_COLL_ALLGATHERV, allgatherv_pairwise, 0},
-    {COLLX_ALGO_PAIRWISE, COLLX_COLL_ALLTOALLV, alltoallv_pairwise, 0},
-    {COLLX_ALGO_PAIRWISE, COLLX_COLL_REDUCE_SCATTERV, reduce_scatterv_pairwise, 0},
-    {COLLX_ALGO_DISSEMINATION, COLLX_COLL_BARRIER, barrier_dissemination, 0},
-    {COLLX_ALGO_DIRECT, COLLX_COLL_SEND, nullptr, 0},
-    {COLLX_ALGO_DIRECT, COLLX_COLL_RECV, nullptr, 0},
-    {COLLX_ALGO_DIRECT, COLLX_COLL_GATHER, gather_direct, 0},
-    {COLLX_ALGO_DIRECT, COLLX_COLL_SCATTER, scatter_direct, 0},
-    {COLLX_ALGO_DIRECT, COLLX_COLL_GATHERV, gatherv_direct, 0},
-    {COLLX_ALGO_DIRECT, COLLX_COLL_SCATTERV, scatterv_direct, 0},
-    {COLLX_ALGO_RABENSEIFNER, COLLX_COLL_ALLREDUCE, allreduce_rabenseifner, 2},
-    {COLLX_ALGO_DOUBLE_TREE, COLLX_COLL_ALLREDUCE, allreduce_double_tree, -1},
-    {COLLX_ALGO_SHARED_MEMORY, COLLX_COLL_ALLREDUCE, allreduce_shared_memory, -1},
-    {COLLX_ALGO_SHARED_MEMORY, COLLX_COLL_REDUCE_SCATTER, reduce_scatter_shared_memory, -1},
-    {COLLX_ALGO_SHARED_MEMORY, COLLX_COLL_ALLGATHER, allgather_shared_memory, -1},
-    {COLLX_ALGO_HIERARCHICAL, COLLX_COLL_ALLREDUCE, nullptr, -1},
+    {COLLX_ALGO_RING, COLLX_COLL_ALLREDUCE, allreduce_ring, 1, kNotFixedOrder, true},
+    {COLLX_ALGO_RING, COLLX_COLL_REDUCE_SCATTER, reduce_scatter_ring, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_RING, COLLX_COLL_ALLGATHER, allgather_ring, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_RECURSIVE_DOUBLING, COLLX_COLL_ALLREDUCE, allreduce_recursive_doubling, 0, kFixedOrderAnySize, true},
+    {COLLX_ALGO_BINOMIAL, COLLX_COLL_BROADCAST, broadcast_binomial, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_BINOMIAL, COLLX_COLL_REDUCE, reduce_binomial, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_PAIRWISE, COLLX_COLL_ALLTOALL, alltoall_pairwise, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_PAIRWISE, COLLX_COLL_ALLGATHERV, allgatherv_pairwise, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_PAIRWISE, COLLX_COLL_ALLTOALLV, alltoallv_pairwise, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_PAIRWISE, COLLX_COLL_REDUCE_SCATTERV, reduce_scatterv_pairwise, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_DISSEMINATION, COLLX_COLL_BARRIER, barrier_dissemination, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_DIRECT, COLLX_COLL_SEND, nullptr, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_DIRECT, COLLX_COLL_RECV, nullptr, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_DIRECT, COLLX_COLL_GATHER, gather_direct, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_DIRECT, COLLX_COLL_SCATTER, scatter_direct, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_DIRECT, COLLX_COLL_GATHERV, gatherv_direct, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_DIRECT, COLLX_COLL_SCATTERV, scatterv_direct, 0, kNotFixedOrder, false},
+    {COLLX_ALGO_RABENSEIFNER, COLLX_COLL_ALLREDUCE, allreduce_rabenseifner, 2, kNotFixedOrder, true},
+    {COLLX_ALGO_DOUBLE_TREE, COLLX_COLL_ALLREDUCE, allreduce_double_tree, -1, kNotFixedOrder, true},
+    {COLLX_ALGO_SHARED_MEMORY, COLLX_COLL_ALLREDUCE, allreduce_shared_memory, -1, kSharedMemorySmallAllreduceBytes, false},
+    {COLLX_ALGO_SHARED_MEMORY, COLLX_COLL_REDUCE_SCATTER, reduce_scatter_shared_memory, -1, kNotFixedOrder, false},
+    {COLLX_ALGO_SHARED_MEMORY, COLLX_COLL_ALLGATHER, allgather_shared_memory, -1, kNotFixedOrder, false},
+    {COLLX_ALGO_HIERARCHICAL, COLLX_COLL_ALLREDUCE, nullptr, -1, kNotFixedOrder, true},
 };
 
 constexpr size_t kImplementationCount = sizeof kImplementations / sizeof kImplementations[0];

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "algorithms/algorithm.h"
 #include "collx/collx.h"
@@ -50,7 +51,25 @@ struct Implementation {
   // the simpler algorithm wins ties); -1: never chosen automatically unless its `needs`
   // hold (shared memory, hierarchical) or a COLLX_ALGO rule names it.
   int auto_order;
+  // Up to how many bytes the schedule reduces every element in one fixed order of the ranks,
+  // wherever the element lies in the vector (whole vectors combined, never cut by position):
+  // up to there, calls packed back to back into one message get the very bits each gets
+  // alone, so a closed group may fuse them (lib/core/comm_group.cc). kNotFixedOrder where the
+  // schedule cuts the vector by position (ring, trees, halving: an element's offset decides
+  // which rank starts its reduction, so a packed member is reduced in another order).
+  uint64_t fixed_order_bytes;
+  // Runs over ring positions instead of rank numbers (Context::rank_at) where the
+  // communicator has a host-grouped ring order (lib/core/comm_collective.cc): the schedule
+  // reaches peers only through messages, which RequestSet maps to transport ranks, and its
+  // result does not depend on which rank holds which position. Not for blocks that belong to
+  // rank numbers (reduce-scatter, all-gather), nor for a schedule that reads peers' boards
+  // by transport rank (shared memory); a barrier's empty messages gain nothing from it.
+  bool on_ring_positions;
 };
+
+// fixed_order_bytes: never in a fixed order / at any size.
+constexpr uint64_t kNotFixedOrder = 0;
+constexpr uint64_t kFixedOrderAnySize = UINT64_MAX;
 
 // Every algorithm, indexed by collx_algorithm_t (COLLX_NUM_ALGORITHMS entries; AUTO first).
 const AlgorithmInfo* algorithms();

@@ -1,4 +1,6 @@
 // Collective and point-to-point entry points, blocking and nonblocking, and requests.
+#include <utility>
+
 #include "lib/api/group_state.h"  // grouped calls
 #include "lib/api/handles.h"
 #include "lib/core/names.h"
@@ -14,7 +16,7 @@ collx_status_t run_blocking(collx_comm_t comm, const collx_opts_t* opts, CollCal
     COLLX_RETURN_IF_ERROR(api::read_opts(opts, &call));
     if (api::group_open()) return api::group_record(comm, call, nullptr);  // grouped calls
     if (call.coll == COLLX_COLL_SEND || call.coll == COLLX_COLL_RECV) return comm->impl->send_recv(call);
-    return comm->impl->run(call);
+    return comm->impl->run(std::move(call));
   });
 }
 
@@ -30,7 +32,7 @@ collx_status_t run_nonblocking(collx_comm_t comm, const collx_opts_t* opts, Coll
     if (call.coll == COLLX_COLL_SEND || call.coll == COLLX_COLL_RECV) {
       COLLX_RETURN_IF_ERROR(comm->impl->post_p2p(call, &impl));
     } else {
-      COLLX_RETURN_IF_ERROR(comm->impl->submit(call, &impl));
+      COLLX_RETURN_IF_ERROR(comm->impl->submit(std::move(call), &impl));
     }
     *request = new collx_request_s{std::move(impl)};
     return Status::Ok();

@@ -137,10 +137,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   const std::string& name() const { return name_; }
 
   // Blocking collective (also barrier). Validates, then runs in order with earlier
-  // nonblocking collectives.
-  Status run(const CollCall& call);
-  // Nonblocking collective: queued on the executor.
-  Status submit(const CollCall& call, std::shared_ptr<RequestImpl>* out);
+  // nonblocking collectives. By value: prepare() resolves the copy's memory kind.
+  Status run(CollCall call);
+  // Nonblocking collective: queued on the executor (or on the caller's stream).
+  Status submit(CollCall call, std::shared_ptr<RequestImpl>* out);
   // Point-to-point.
   Status send_recv(const CollCall& call);
   Status post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>* out);
@@ -203,7 +203,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // holds on this communicator (shared boards).
   Status check_forced(const char* who, collx_coll_t coll, int32_t forced) const;
   Status validate_v(const CollCall& call) const;  // v-collectives (validate_v.cc)
-  Status prepare(const CollCall& call, transport::OpDesc* desc) const;
+  // Accepts a collective: validates *call, resolves its memory kind (resolve_mem_kind: the one
+  // pointer probe of the call; every later step reads call->mem_kind) and fills *desc, whose
+  // algorithm is the call's one choice (chosen_algorithm), carried to the dispatch.
+  Status prepare(CollCall* call, transport::OpDesc* desc) const;
+  // The algorithm for an accepted call, through the one algorithm cache (LastChoice).
+  collx_algorithm_t chosen_algorithm(const CollCall& call) const;
   // Runs one collective on the calling thread (caller or executor). Poisons on failure.
   Status execute(const CollCall& call, const transport::OpDesc& desc);
   // Queues execute() on the executor; `request` finishes with its status, also when it threw.
@@ -282,10 +287,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // it is the rank order (one host, or ranks already placed host by host).
   std::vector<int> ring_order_;
   int ring_position_ = 0;
-  // The one algorithm cache: the last choice prepare() made, for (coll, count, datatype,
-  // forced), the only inputs of choose_algorithm() that vary between calls. Training loops
-  // repeat the same call, and the model's predictions cost more than the rest of a small
-  // call. Only prepare() (the one thread using the communicator) reads and writes it.
+  // The one algorithm cache: the last choice chosen_algorithm() made, for (coll, count,
+  // datatype, forced), the only inputs of choose_algorithm() that vary between calls.
+  // Training loops repeat the same call, and the model's predictions cost more than the rest
+  // of a small call. Only the thread issuing the communicator's calls reads and writes it
+  // (prepare(), a closed group's planning).
   struct LastChoice {
     bool valid = false;
     collx_coll_t coll = COLLX_COLL_ALLREDUCE;

@@ -62,7 +62,21 @@ collx_algorithm_t Communicator::choose_algorithm(collx_coll_t coll, size_t count
   return chosen;
 }
 
-Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) const {
+collx_algorithm_t Communicator::chosen_algorithm(const CollCall& call) const {
+  // The choice depends on (coll, count, datatype, forced) only; a v-collective chooses by
+  // the total of its counts.
+  const size_t count = coll_is_v(call.coll) ? total_count(call) : call.count;
+  LastChoice& last = last_choice_;
+  if (!last.valid || last.coll != call.coll || last.count != count || last.datatype != call.datatype ||
+      last.forced != call.algorithm) {
+    last = LastChoice{true, call.coll, count, call.datatype, call.algorithm,
+                      choose_algorithm(call.coll, count, call.datatype, call.algorithm)};
+  }
+  return last.algorithm;
+}
+
+Status Communicator::prepare(CollCall* accepted, transport::OpDesc* desc) const {
+  const CollCall& call = *accepted;
   // validate() depends only on the fields LastValidated keeps (and on rank, size and the
   // transport, which never change): a call equal to the last one it accepted is accepted
   // again without it. A v-collective's arrays may hold new values at the same addresses:
@@ -81,18 +95,12 @@ Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) cons
                            call.op,       call.algorithm, call.root, call.peer, call.tag, call.mem_kind};
     }
   }
+  // After validation (a bad kind is refused as the caller stated it), before anything that
+  // asks whether the buffers are device memory: from here on that is read, never probed.
+  resolve_mem_kind(accepted);
   COLLX_RETURN_IF_ERROR(capture_check(call));  // the stream's state, not an argument: every call
   if (failed_.load(std::memory_order_acquire)) return unusable();
-  // The choice depends on (coll, count, datatype, forced) only; a v-collective chooses by
-  // the total of its counts.
-  const size_t count = v_layout ? total_count(call) : call.count;
-  LastChoice& last = last_choice_;
-  if (!last.valid || last.coll != call.coll || last.count != count || last.datatype != call.datatype ||
-      last.forced != call.algorithm) {
-    last = LastChoice{true, call.coll, count, call.datatype, call.algorithm,
-                      choose_algorithm(call.coll, count, call.datatype, call.algorithm)};
-  }
-  const collx_algorithm_t algorithm = last.algorithm;
+  const collx_algorithm_t algorithm = chosen_algorithm(call);
   desc->kind = static_cast<uint8_t>(call.coll);
   desc->datatype = call.coll == COLLX_COLL_BARRIER ? 0 : static_cast<uint8_t>(call.datatype);
   desc->op = coll_reduces(call.coll) ? static_cast<uint8_t>(call.op) : 0;
@@ -106,10 +114,10 @@ Status Communicator::prepare(const CollCall& call, transport::OpDesc* desc) cons
   return Status::Ok();
 }
 
-Status Communicator::run(const CollCall& call) {
+Status Communicator::run(CollCall call) {
   LogRankScope log_rank(rank_);
   transport::OpDesc desc;
-  COLLX_RETURN_IF_ERROR(prepare(call, &desc));
+  COLLX_RETURN_IF_ERROR(prepare(&call, &desc));
   desc.seq = ++coll_seq_;
   if (executor_.idle()) return execute(call, desc);
   // Earlier nonblocking collectives are still queued: keep the order by queueing behind them.
@@ -118,10 +126,10 @@ Status Communicator::run(const CollCall& call) {
   return request->wait(Deadline::never());
 }
 
-Status Communicator::submit(const CollCall& call, std::shared_ptr<RequestImpl>* out) {
+Status Communicator::submit(CollCall call, std::shared_ptr<RequestImpl>* out) {
   LogRankScope log_rank(rank_);
   transport::OpDesc desc;
-  COLLX_RETURN_IF_ERROR(prepare(call, &desc));
+  COLLX_RETURN_IF_ERROR(prepare(&call, &desc));
   desc.seq = ++coll_seq_;
   flight_.post(desc, -1);  // flight recorder
   auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/false);
@@ -202,10 +210,10 @@ algo::Context Communicator::host_context() const {
 }
 
 Status Communicator::run_algorithm(const algo::CollArgs& args) const {
+  const algo::Implementation* entry = algo::find_implementation(args.desc.algorithm, args.desc.kind);
   algo::Context ctx = host_context();
-  if (!ring_order_.empty() && args.desc.kind == COLLX_COLL_ALLREDUCE &&
-      args.desc.algorithm != COLLX_ALGO_SHARED_MEMORY) {
-    ctx.rank = ring_position_;  // the result does not depend on rank order
+  if (!ring_order_.empty() && entry && entry->on_ring_positions) {
+    ctx.rank = ring_position_;  // the registry says the result does not depend on rank order
     ctx.rank_at = ring_order_.data();
   }
   // All-to-allv, gatherv and scatterv: a rank's own count says nothing of its peers'; their
@@ -218,7 +226,6 @@ Status Communicator::run_algorithm(const algo::CollArgs& args) const {
     // The empty messages of a barrier carry this call's OpDesc, which is what gets compared.
     return algo::barrier_dissemination(ctx, args);
   }
-  const algo::Implementation* entry = algo::find_implementation(args.desc.algorithm, args.desc.kind);
   if (entry && entry->run) return entry->run(ctx, args);
   if (entry && entry->algorithm == COLLX_ALGO_HIERARCHICAL) return allreduce_hierarchical(ctx, args);  // comm_hierarchy.cc
   return make_status(COLLX_ERR_INTERNAL, "no schedule for algorithm '%s' of %s in the registry",

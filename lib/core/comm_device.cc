@@ -72,7 +72,7 @@ Status device_check(const CollCall& call) {
   if (call.mem_kind < COLLX_MEM_AUTO || call.mem_kind > COLLX_MEM_CUDA) {
     return make_status(COLLX_ERR_INVALID_ARG, "%s: unknown mem_kind %d in opts", coll_name(call.coll), call.mem_kind);
   }
-  // Buffers of COLLX_MEM_AUTO are probed where they are used (device_buffers): a probe
+  // Buffers of COLLX_MEM_AUTO are probed once, after validation (resolve_mem_kind): a probe
   // without a CUDA driver is a failed dlopen search, milliseconds per call on a loaded machine.
   if (call.mem_kind != COLLX_MEM_CUDA) return Status::Ok();
   if (!cuda::built_with_cuda()) {
@@ -102,6 +102,10 @@ bool device_buffers(const CollCall& call) {
   const void* p = call.recvbuf ? call.recvbuf : call.sendbuf;
   if (call.coll == COLLX_COLL_GATHERV && call.sendbuf) p = call.sendbuf;
   return cuda::pointer_kind(p) == COLLX_MEM_CUDA;
+}
+
+void resolve_mem_kind(CollCall* call) {
+  if (call->mem_kind == COLLX_MEM_AUTO) call->mem_kind = device_buffers(*call) ? COLLX_MEM_CUDA : COLLX_MEM_HOST;
 }
 
 namespace {

@@ -23,6 +23,13 @@ Status device_check(const CollCall& call);
 // COLLX_MEM_AUTO). A call with no elements never is: every rank takes the host path for it.
 bool device_buffers(const CollCall& call);
 
+// Resolves COLLX_MEM_AUTO once, when a call is accepted (prepare, check_recorded), after
+// validation: it becomes COLLX_MEM_CUDA or COLLX_MEM_HOST as device_buffers() detects (the
+// call's one pointer probe; without a CUDA driver a probe is a failed library search). Every
+// later step (graph-capture check, stream-ordered route, dispatch, copies queued on the
+// executor) then reads the kind instead of probing again. A stated kind is kept.
+void resolve_mem_kind(CollCall* call);
+
 // The call as a whole-collective backend takes it (collectives and point-to-point).
 backend::DeviceOp device_op(const CollCall& call);
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "algorithms/registry.h"
 #include "lib/common/exception_status.h"
 #include "lib/common/log.h"
 #include "lib/common/settings.h"
@@ -19,20 +20,12 @@ namespace {
 
 bool is_p2p(const CollCall& call) { return call.coll == COLLX_COLL_SEND || call.coll == COLLX_COLL_RECV; }
 
-// Algorithms that reduce each element in the same order wherever it lies in the vector (every
-// rank combines whole vectors, in a fixed rank order): a fused message gives each member the
-// very bits a call of its own gets. Ring, tree and halving schedules cut the vector by
-// position, so members would be reduced in another order than alone: never fused.
-bool position_independent(collx_algorithm_t algorithm) {
-  return algorithm == COLLX_ALGO_RECURSIVE_DOUBLING || algorithm == COLLX_ALGO_SHARED_MEMORY;
-}
-
-// The largest fused message that `algorithm` still reduces element by element in one fixed
-// order: the shared-memory all-reduce switches to per-rank slices (each reduced starting from
-// its owner's data) above its small-message size.
+// The largest fused message `algorithm` still reduces element by element in one fixed order
+// of the ranks, so that each member gets the very bits a call of its own gets (the registry's
+// fixed_order_bytes; 0: never fused), capped by COLLX_GROUP_FUSE_BYTES.
 uint64_t fused_cap(collx_algorithm_t algorithm, uint64_t fuse_bytes) {
-  if (algorithm == COLLX_ALGO_SHARED_MEMORY) return std::min<uint64_t>(fuse_bytes, algo::kSharedMemorySmallAllreduceBytes);
-  return fuse_bytes;
+  const algo::Implementation* entry = algo::find_implementation(algorithm, COLLX_COLL_ALLREDUCE);
+  return entry ? std::min<uint64_t>(fuse_bytes, entry->fixed_order_bytes) : 0;
 }
 
 // The count field of a fused message's OpDesc: FNV-1a over the number of members and their
@@ -60,11 +53,9 @@ Status Communicator::check_recorded(const CollCall& call, CollCall* recorded) co
   *recorded = call;
   // Point-to-point too: device buffers are checked as for collectives.
   COLLX_RETURN_IF_ERROR(validate(call));
-  COLLX_RETURN_IF_ERROR(capture_check(call));
-  // Detect the memory kind once: planning and running the group would ask again per call
-  // (a CUDA driver probe each time where none is loaded).
-  if (call.mem_kind == COLLX_MEM_AUTO && !device_buffers(call)) recorded->mem_kind = COLLX_MEM_HOST;
-  return Status::Ok();
+  // Planning and running the group read the kind resolved here (as prepare() does).
+  resolve_mem_kind(recorded);
+  return capture_check(*recorded);
 }
 
 // The calls of one communicator in a closed group.
@@ -107,6 +98,7 @@ class GroupBatch {
     transport::OpDesc desc;
     Deadline deadline = Deadline::never();
     bool fusable = false;
+    collx_algorithm_t algorithm = COLLX_ALGO_AUTO;  // fusable: what each member runs alone
     size_t bytes = 0;
     std::vector<char> packed;  // fused: the members' vectors back to back (reduced in place)
   };
@@ -164,8 +156,9 @@ bool GroupBatch::fusable(const CollCall& call, uint64_t fuse_bytes, collx_algori
   if (fuse_bytes == 0 || call.coll != COLLX_COLL_ALLREDUCE || call.count == 0) return false;
   const uint64_t bytes = static_cast<uint64_t>(call.count) * datatype_size(call.datatype);
   if (bytes > fuse_bytes || device_buffers(call)) return false;
-  *algorithm = comm_->choose_algorithm(call.coll, call.count, call.datatype, call.algorithm);  // validated when recorded
-  return position_independent(*algorithm) && bytes <= fused_cap(*algorithm, fuse_bytes);
+  // The call's one choice (validated when recorded): the one cache prepare() reads too.
+  *algorithm = comm_->chosen_algorithm(call);
+  return bytes <= fused_cap(*algorithm, fuse_bytes);
 }
 
 // The open fused item `call` joins, or items_.size() for a new one.
@@ -175,7 +168,7 @@ size_t GroupBatch::bucket_for(const CollCall& call, collx_algorithm_t algorithm,
     const Item& it = items_[i];
     if (it.fusable && it.call.datatype == call.datatype && it.call.op == call.op &&
         std::memcmp(&it.call.premul_scalar, &call.premul_scalar, sizeof call.premul_scalar) == 0 &&
-        it.call.algorithm == algorithm && it.bytes + bytes <= fused_cap(algorithm, fuse_bytes)) {
+        it.algorithm == algorithm && it.bytes + bytes <= fused_cap(algorithm, fuse_bytes)) {
       return i;
     }
   }
@@ -197,7 +190,7 @@ Status GroupBatch::plan(uint64_t fuse_bytes) {
       items_.emplace_back();
       items_.back().call = call;
       items_.back().fusable = fuse;
-      if (fuse) items_.back().call.algorithm = algorithm;  // what each member would run alone
+      items_.back().algorithm = algorithm;
     }
     Item& item = items_[i];
     item.members.push_back(m);
@@ -215,8 +208,11 @@ Status GroupBatch::finalize(Item* item) {
     item->call.sendbuf = item->packed.data();
     item->call.recvbuf = item->packed.data();
     item->call.count = item->bytes / datatype_size(item->call.datatype);
+    // The members' choice, carried: the packed message must not be chosen for again by its
+    // own size (another algorithm would reduce the members in another order).
+    item->call.algorithm = item->algorithm;
   }
-  Status st = comm_->prepare(item->call, &item->desc);
+  Status st = comm_->prepare(&item->call, &item->desc);
   if (!st.ok()) return st.with_context(label(*item) + ": ");
   if (fused) {
     std::vector<size_t> counts;

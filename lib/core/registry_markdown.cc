@@ -20,6 +20,14 @@ std::string automatic(const algo::AlgorithmInfo& info) {
   return "no (force it, or name it in COLLX_ALGO)";
 }
 
+// Whether a closed group may fuse `algorithm`'s all-reduces (fixed_order_bytes).
+std::string fused_in_group(const algo::AlgorithmInfo& info) {
+  const algo::Implementation* entry = algo::find_implementation(info.id, COLLX_COLL_ALLREDUCE);
+  if (!entry || entry->fixed_order_bytes == algo::kNotFixedOrder) return "no";
+  if (entry->fixed_order_bytes == algo::kFixedOrderAnySize) return "allreduce";
+  return string_printf("allreduce up to %llu bytes", static_cast<unsigned long long>(entry->fixed_order_bytes));
+}
+
 }  // namespace
 
 std::string algorithms_markdown() {
@@ -29,12 +37,15 @@ std::string algorithms_markdown() {
       "Regenerate with `build/tools/collx-info --algorithms-markdown > docs/algorithms.md`.\n\n"
       "Force one with `collx_opts_t.algorithm` or name it in `COLLX_ALGO` (docs/tuning.md); an\n"
       "algorithm that does not implement the collective is refused with `COLLX_ERR_INVALID_ARG`.\n"
-      "Every algorithm takes any number of ranks and the reductions sum, prod, min and max.\n\n"
-      "| algorithm | value | collectives | automatic choice | description |\n| --- | --- | --- | --- | --- |\n";
+      "Every algorithm takes any number of ranks and the reductions sum, prod, min and max.\n"
+      "\"Fused in a group\": the all-reduces a closed group may pack into one message, those the\n"
+      "algorithm reduces element by element in one fixed order of the ranks (docs/groups.md).\n\n"
+      "| algorithm | value | collectives | automatic choice | fused in a group | description |\n"
+      "| --- | --- | --- | --- | --- | --- |\n";
   for (int a = 1; a < COLLX_NUM_ALGORITHMS; ++a) {
     const algo::AlgorithmInfo& info = algo::algorithms()[a];
-    out += string_printf("| `%s` | %d | %s | %s | %s |\n", info.name, a, colls_of(a).c_str(),
-                         automatic(info).c_str(), info.description);
+    out += string_printf("| `%s` | %d | %s | %s | %s | %s |\n", info.name, a, colls_of(a).c_str(),
+                         automatic(info).c_str(), fused_in_group(info).c_str(), info.description);
   }
   return out;
 }

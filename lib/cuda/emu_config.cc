@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -20,6 +21,7 @@ namespace emu {
 namespace {
 
 thread_local int current = 0;
+std::atomic<uint64_t> probes{0};  // pointer_kind() calls
 
 Config read_config() {
   Config c;
@@ -82,7 +84,12 @@ int device_count(std::string* why) {
   return config().devices;
 }
 
-int pointer_kind(const void* ptr) { return ptr && find_mapping(ptr) ? COLLX_MEM_CUDA : COLLX_MEM_HOST; }
+int pointer_kind(const void* ptr) {
+  probes.fetch_add(1, std::memory_order_relaxed);
+  return ptr && find_mapping(ptr) ? COLLX_MEM_CUDA : COLLX_MEM_HOST;
+}
+
+uint64_t pointer_kind_probes() { return probes.load(std::memory_order_relaxed); }
 
 Status pointer_device(const void* ptr, int* device) {
   std::shared_ptr<Mapping> m = find_mapping(ptr);

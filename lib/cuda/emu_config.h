@@ -18,6 +18,9 @@ struct Config {
 const Config& config();
 // The calling thread's current device (set_device), 0 until set.
 int current_index();
+// How many times pointer_kind() has run in this process: the probe of a call with
+// COLLX_MEM_AUTO, which the core makes once per call (lib/core/memory_kind_probed_once_test.cc).
+uint64_t pointer_kind_probes();
 
 }  // namespace emu
 }  // namespace cuda
