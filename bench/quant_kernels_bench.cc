@@ -63,7 +63,7 @@ void BM_Quant(benchmark::State& state) {
   for (auto _ : state) {
     const collx_status_t st = unpack ? collx_quant_unpack(k.packed.data(), k.n, COLLX_FLOAT32, &k.c, k.y.data())
                                      : collx_quant_pack(k.x.data(), k.n, COLLX_FLOAT32, &k.c, k.packed.data());
-    if (st != COLLX_OK) state.SkipWithError(collx_parallel_last_error());
+    if (st != COLLX_OK) state.SkipWithError(collx_last_error(nullptr));
     benchmark::DoNotOptimize(k.packed.data());
     benchmark::DoNotOptimize(k.y.data());
   }

@@ -55,7 +55,7 @@ collx_status_t post(collx_cp_ring_s* g, const char* fn) {
     st = collx_isend(g->current, g->count, g->datatype, next_of(*g), g->tag, g->comm, &g->opts, &g->send);
   if (st != COLLX_OK) {
     comm_fail(g->comm, st, fn);
-    return ring_fail(g, st, thread_free_error());
+    return ring_fail(g, st, thread_error());
   }
   return COLLX_OK;
 }
@@ -82,7 +82,7 @@ collx_status_t wait_transfer(collx_cp_ring_s* g, const char* fn) {
                            " ms");
     if (st != COLLX_OK) {
       comm_fail(g->comm, st, fn);
-      return ring_fail(g, st, thread_free_error() + " (the " + what + ")");
+      return ring_fail(g, st, thread_error() + " (the " + what + ")");
     }
     collx_request_free(*req);
     *req = nullptr;
@@ -130,7 +130,7 @@ collx_status_t test(collx_cp_ring_s* g, int* arrived) {
     collx_status_t st = collx_test(req, &done);
     if (st != COLLX_OK) {
       comm_fail(g->comm, st, fn);
-      return ring_fail(g, st, thread_free_error() + " (the " + transfer_name(*g, req == g->send) + ")");
+      return ring_fail(g, st, thread_error() + " (the " + transfer_name(*g, req == g->send) + ")");
     }
     all &= done;
   }
@@ -189,7 +189,7 @@ collx_status_t start(collx_comm_t comm, const void* block, void* work, size_t co
 }  // namespace collx
 
 // The C entry points: NULL outputs are refused here, every message goes to
-// collx_parallel_last_error (this thread), and nothing thrown crosses the ABI.
+// collx_last_error(NULL) (this thread), and nothing thrown crosses the ABI.
 namespace cp = collx::parallel;
 extern "C" {
 

@@ -33,7 +33,7 @@ void set_defaults(collx_dp_config_t* config) {
 }
 
 collx_status_t dp_create_fail(collx_status_t st, const std::string& msg) {
-  return collx::parallel::create_fail(Handle::kDp, "collx_dp_create", st, msg);
+  return collx::parallel::create_fail("collx_dp_create", st, msg);
 }
 
 std::string check_config(const collx_dp_config_t& c) {
@@ -298,7 +298,8 @@ using collx::parallel::guarded;
 extern "C" {
 
 COLLX_API collx_status_t collx_dp_config_init(collx_dp_config_t* config, size_t size) {
-  if (!config || size < collx::parallel::kConfigSizeV1) return COLLX_ERR_INVALID_ARG;
+  if (!config || size < collx::parallel::kConfigSizeV1)
+    return collx::parallel::refuse_arg(nullptr, "collx_dp_config_init", "config is NULL or size is too small (pass sizeof the struct)");
   collx_dp_config_t c;
   collx::parallel::set_defaults(&c);
   c.size = size;
@@ -347,7 +348,7 @@ COLLX_API collx_status_t collx_dp_grad_view(collx_dp_t dp, uint64_t tensor_id, v
 }
 
 COLLX_API collx_status_t collx_dp_buffer(collx_dp_t dp, float** buffer, size_t* count) {
-  if (!dp) return COLLX_ERR_INVALID_ARG;
+  if (!dp) return collx::parallel::refuse_arg(dp, "collx_dp_buffer", "dp is NULL");
   if (buffer) *buffer = dp->buffer;
   if (count) *count = dp->total;
   return COLLX_OK;
@@ -355,7 +356,7 @@ COLLX_API collx_status_t collx_dp_buffer(collx_dp_t dp, float** buffer, size_t* 
 
 COLLX_API collx_status_t collx_dp_bucket_state(collx_dp_t dp, size_t bucket, size_t* pending,
                                                int32_t* launched) {
-  if (!dp) return COLLX_ERR_INVALID_ARG;
+  if (!dp) return collx::parallel::refuse_arg(dp, "collx_dp_bucket_state", "dp is NULL");
   if (bucket >= dp->buckets.size())
     return dp_fail(dp, COLLX_ERR_INVALID_ARG,
                    "collx_dp_bucket_state: bucket " + std::to_string(bucket) + " of " +
@@ -366,7 +367,7 @@ COLLX_API collx_status_t collx_dp_bucket_state(collx_dp_t dp, size_t bucket, siz
 }
 
 COLLX_API const char* collx_dp_last_error(collx_dp_t dp) {
-  if (!dp) return collx::parallel::thread_create_error(collx::parallel::Handle::kDp).c_str();
+  if (!dp) return collx::parallel::thread_error().c_str();
   return dp->error.get();
 }
 

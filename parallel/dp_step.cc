@@ -163,7 +163,7 @@ bool in_flight(collx_dp_t dp) {
 
 template <typename Fn>
 collx_status_t dp_call(collx_dp_t dp, const char* fn, Fn&& body) {
-  if (!dp) return COLLX_ERR_INVALID_ARG;
+  if (!dp) return collx::parallel::refuse_arg(nullptr, fn, "dp is NULL");
   return guarded(body, [&](const std::string& m) { dp_fail(dp, COLLX_OK, std::string(fn) + ": " + m); });
 }
 
@@ -188,7 +188,7 @@ COLLX_API collx_status_t collx_dp_finish(collx_dp_t dp, int64_t timeout_ms) {
 }
 
 COLLX_API collx_status_t collx_dp_set_sync(collx_dp_t dp, int32_t enabled) {
-  if (!dp) return COLLX_ERR_INVALID_ARG;
+  if (!dp) return collx::parallel::refuse_arg(dp, "collx_dp_set_sync", "dp is NULL");
   if (enabled != 0 && enabled != 1)
     return dp_fail(dp, COLLX_ERR_INVALID_ARG, "collx_dp_set_sync: enabled must be 0 or 1");
   if (dp->marks)
@@ -200,7 +200,7 @@ COLLX_API collx_status_t collx_dp_set_sync(collx_dp_t dp, int32_t enabled) {
 }
 
 COLLX_API collx_status_t collx_dp_zero(collx_dp_t dp) {
-  if (!dp) return COLLX_ERR_INVALID_ARG;
+  if (!dp) return collx::parallel::refuse_arg(nullptr, "collx_dp_zero", "dp is NULL");
   if (in_flight(dp) || dp->marks)
     return dp_fail(dp, COLLX_ERR_INVALID_USAGE,
                    "collx_dp_zero: a micro-step is open or a bucket is in flight; call "

@@ -6,16 +6,6 @@
 namespace collx {
 namespace parallel {
 
-std::string& thread_free_error() {
-  static thread_local std::string message;
-  return message;
-}
-
-std::string& thread_create_error(Handle kind) {
-  static thread_local std::string messages[3];
-  return messages[static_cast<int>(kind)];
-}
-
 std::string float_layout_problem(collx_layout_t l, int32_t comm_size) {
   if (!l->finalized) return "the layout is not finalized (call collx_layout_finalize)";
   if (l->config.dp_size != comm_size)

@@ -1,5 +1,5 @@
 // Error reporting for the handle-less calls of the parallel layer (tp/sp ops, pp, flags
-// and norms): a thread-local message read by collx_parallel_last_error.
+// and norms): the calling thread's message, read by collx_last_error(NULL).
 #pragma once
 
 #include <string>
@@ -9,10 +9,8 @@
 namespace collx {
 namespace parallel {
 
-std::string& thread_free_error();
-
 inline collx_status_t free_fail(collx_status_t st, const std::string& msg) {
-  thread_free_error() = msg;
+  thread_error() = msg;
   return st;
 }
 
@@ -26,12 +24,9 @@ struct GroupShape {
 };
 collx_status_t group_shape(collx_comm_t comm, const char* fn, GroupShape* out);
 
-// Per-thread message of the last failed creation of each handle kind (no handle exists to
-// hold it): collx_dp_last_error(NULL), collx_zero_last_error(NULL), ...
-enum class Handle { kDp, kZero, kScaler };
-std::string& thread_create_error(Handle kind);
-inline collx_status_t create_fail(Handle kind, const char* fn, collx_status_t st, const std::string& msg) {
-  thread_create_error(kind) = std::string(fn) + ": " + msg;
+// A failed creation (no handle exists to hold the message): the thread's message only.
+inline collx_status_t create_fail(const char* fn, collx_status_t st, const std::string& msg) {
+  thread_error() = std::string(fn) + ": " + msg;
   return st;
 }
 
@@ -41,7 +36,7 @@ std::string float_layout_problem(collx_layout_t layout, int32_t comm_size);
 
 template <typename Fn>
 collx_status_t free_call(const char* fn, Fn&& body) {
-  return guarded(body, [&](const std::string& m) { thread_free_error() = std::string(fn) + ": " + m; });
+  return guarded(body, [&](const std::string& m) { thread_error() = std::string(fn) + ": " + m; });
 }
 
 }  // namespace parallel

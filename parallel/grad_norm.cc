@@ -120,7 +120,8 @@ collx_status_t found_nonfinite_device(float* values, size_t n, float inv_scale, 
 extern "C" {
 
 COLLX_API collx_status_t collx_found_nonfinite(float* values, size_t n, float inv_scale, int32_t* found) {
-  if (!found || (!values && n)) return COLLX_ERR_INVALID_ARG;
+  if (!found || (!values && n))
+    return collx::parallel::refuse_arg(nullptr, "collx_found_nonfinite", "found is NULL or values is NULL with n > 0");
   namespace p = collx::parallel;
   // Device values or a device flag: the device path (host values with a device flag are
   // refused there, naming values).
@@ -163,7 +164,7 @@ COLLX_API collx_status_t collx_flag_any(int32_t* flag, collx_comm_t comm) {
 
 COLLX_API collx_status_t collx_norm_sq_local(collx_layout_t layout, const float* buffer, int32_t owner_rank,
                                              int32_t tp_rank, int32_t count_shared, double* sumsq) {
-  if (!layout) return COLLX_ERR_INVALID_ARG;
+  if (!layout) return collx::parallel::refuse_arg(layout, "collx_norm_sq_local", "layout is NULL");
   if (!buffer || !sumsq)
     return collx::parallel::layout_fail(layout, COLLX_ERR_INVALID_ARG, "collx_norm_sq_local: buffer or sumsq is NULL");
   return collx::parallel::guarded(
@@ -175,7 +176,7 @@ COLLX_API collx_status_t collx_norm_sq_local(collx_layout_t layout, const float*
       [&](const std::string& m) { collx::parallel::layout_fail(layout, COLLX_OK, "collx_norm_sq_local: " + m); });
 }
 
-COLLX_API collx_status_t collx_global_norm(double local_sumsq, collx_comm_t comm, double* norm) {
+COLLX_API collx_status_t collx_global_norm(double local_sumsq, double* norm, collx_comm_t comm) {
   if (!norm) return collx::parallel::free_fail(COLLX_ERR_INVALID_ARG, "collx_global_norm: norm is NULL");
   double v = local_sumsq;
   if (comm) {
@@ -187,7 +188,7 @@ COLLX_API collx_status_t collx_global_norm(double local_sumsq, collx_comm_t comm
 }
 
 COLLX_API collx_status_t collx_clip_coef(double norm, double max_norm, double* coef) {
-  if (!coef) return COLLX_ERR_INVALID_ARG;
+  if (!coef) return collx::parallel::refuse_arg(nullptr, "collx_clip_coef", "coef is NULL");
   double c = 1.0;
   if (max_norm > 0) c = std::min(1.0, max_norm / (norm + 1e-6));
   *coef = c;

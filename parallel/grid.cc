@@ -8,11 +8,6 @@
 namespace collx {
 namespace parallel {
 
-std::string& thread_grid_error() {
-  static thread_local std::string message;
-  return message;
-}
-
 namespace {
 
 const char* const kTokens[COLLX_GRID_NUM_DIMS] = {"tp", "cp", "ep", "dp", "pp"};
@@ -131,7 +126,7 @@ std::string parse_order(const std::string& order, const int32_t dims[5], int per
 }
 
 collx_status_t fail(collx_status_t st, const std::string& msg) {
-  thread_grid_error() = "collx_grid_create: " + msg;
+  thread_error() = "collx_grid_create: " + msg;
   return st;
 }
 
@@ -241,7 +236,7 @@ collx_status_t create(collx_comm_t world, const collx_grid_config_t* config, col
 }
 
 collx_status_t grid_fail(collx_grid_t grid, collx_status_t st, const std::string& msg) {
-  thread_grid_error() = msg;
+  thread_error() = msg;
   if (grid) grid->error.set(msg);
   return st;
 }
@@ -256,7 +251,8 @@ using collx::parallel::guarded;
 extern "C" {
 
 COLLX_API collx_status_t collx_grid_config_init(collx_grid_config_t* config, size_t size) {
-  if (!config || size < sizeof(size_t)) return COLLX_ERR_INVALID_ARG;
+  if (!config || size < sizeof(size_t))
+    return collx::parallel::refuse_arg(nullptr, "collx_grid_config_init", "config is NULL or size is too small (pass sizeof the struct)");
   collx_grid_config_t c;
   c.size = size < sizeof(c) ? size : sizeof(c);
   c.tp = c.cp = c.ep = c.pp = 1;
@@ -270,7 +266,7 @@ COLLX_API collx_status_t collx_grid_config_init(collx_grid_config_t* config, siz
 COLLX_API collx_status_t collx_grid_create(collx_comm_t world, const collx_grid_config_t* config,
                                            collx_grid_t* grid) {
   return guarded([&] { return collx::parallel::create(world, config, grid); },
-                 [](const std::string& m) { collx::parallel::thread_grid_error() = "collx_grid_create: " + m; });
+                 [](const std::string& m) { collx::parallel::thread_error() = "collx_grid_create: " + m; });
 }
 
 COLLX_API collx_status_t collx_grid_destroy(collx_grid_t grid) {
@@ -346,7 +342,7 @@ COLLX_API collx_status_t collx_grid_rank_of(collx_grid_t grid,
 }
 
 COLLX_API const char* collx_grid_last_error(collx_grid_t grid) {
-  if (!grid) return collx::parallel::thread_grid_error().c_str();
+  if (!grid) return collx::parallel::thread_error().c_str();
   return grid->error.get();
 }
 

@@ -86,8 +86,8 @@ extern "C" {
 
 COLLX_API collx_status_t collx_grid_expert_dims(collx_grid_t grid, int32_t dims[COLLX_GRID_NUM_DIMS]) {
   if (!grid || !dims) {
-    collx::parallel::thread_grid_error() = "collx_grid_expert_dims: grid or dims is NULL";
-    if (grid) grid->error.set(collx::parallel::thread_grid_error());
+    collx::parallel::thread_error() = "collx_grid_expert_dims: grid or dims is NULL";
+    if (grid) grid->error.set(collx::parallel::thread_error());
     return COLLX_ERR_INVALID_ARG;
   }
   for (int d = 0; d < COLLX_GRID_NUM_DIMS; ++d) dims[d] = grid->edims[d];
@@ -102,8 +102,8 @@ COLLX_API collx_status_t collx_grid_expert_coords(collx_grid_t grid, int32_t ran
   else if (rank < 0 || rank >= grid->world_size)
     why = "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(grid->world_size) + ")";
   if (!why.empty()) {
-    collx::parallel::thread_grid_error() = "collx_grid_expert_coords: " + why;
-    if (grid) grid->error.set(collx::parallel::thread_grid_error());
+    collx::parallel::thread_error() = "collx_grid_expert_coords: " + why;
+    if (grid) grid->error.set(collx::parallel::thread_error());
     return COLLX_ERR_INVALID_ARG;
   }
   collx::parallel::expert_coords(grid, rank, coords);

@@ -44,7 +44,7 @@ extern "C" {
 
 COLLX_API collx_status_t collx_grid_stage_comm(collx_grid_t grid, const int32_t* stages, size_t n,
                                                collx_comm_t* comm) {
-  if (!grid) return COLLX_ERR_INVALID_ARG;
+  if (!grid) return collx::parallel::refuse_arg(grid, "collx_grid_stage_comm", "grid is NULL");
   if (!comm) return collx::parallel::stage_fail(grid, COLLX_ERR_INVALID_ARG, "comm (output) is NULL");
   return collx::parallel::guarded([&] { return collx::parallel::stage_comm(grid, stages, n, comm); },
                                   [&](const std::string& m) { grid->error.set("collx_grid_stage_comm: " + m); });

@@ -14,17 +14,12 @@ std::string float32_only_refusal(const char* call, const char* what, const char*
          " (config." + field + "), not float32; use " + view_call;
 }
 
-std::string& thread_layout_error() {
-  static thread_local std::string message;
-  return message;
-}
-
 namespace {
 
 size_t align_up(size_t v, size_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
 
 collx_status_t create_fail(collx_status_t st, const std::string& msg) {
-  thread_layout_error() = "collx_layout_create: " + msg;
+  thread_error() = "collx_layout_create: " + msg;
   return st;
 }
 
@@ -113,7 +108,8 @@ using collx::parallel::layout_fail;
 extern "C" {
 
 COLLX_API collx_status_t collx_layout_config_init(collx_layout_config_t* config, size_t size) {
-  if (!config || size < sizeof(size_t)) return COLLX_ERR_INVALID_ARG;
+  if (!config || size < sizeof(size_t))
+    return collx::parallel::refuse_arg(nullptr, "collx_layout_config_init", "config is NULL or size is too small (pass sizeof the struct)");
   collx_layout_config_t c;
   std::memset(&c, 0, sizeof c);
   c.dp_size = 0;
@@ -132,7 +128,7 @@ COLLX_API collx_status_t collx_layout_create(const collx_layout_config_t* config
                                              collx_layout_t* layout) {
   return guarded([&] { return collx::parallel::create(config, layout); },
                  [](const std::string& m) {
-                   collx::parallel::thread_layout_error() = "collx_layout_create: " + m;
+                   collx::parallel::thread_error() = "collx_layout_create: " + m;
                  });
 }
 
@@ -143,7 +139,7 @@ COLLX_API collx_status_t collx_layout_destroy(collx_layout_t layout) {
 
 COLLX_API collx_status_t collx_layout_add(collx_layout_t layout, uint64_t tensor_id, size_t numel,
                                           collx_datatype_t datatype, uint32_t flags) {
-  if (!layout) return COLLX_ERR_INVALID_ARG;
+  if (!layout) return collx::parallel::refuse_arg(layout, "collx_layout_add", "layout is NULL");
   // The caller may pass any int (FFI, casts): read the enum's bytes as an int, because
   // loading an out-of-range value as collx_datatype_t is undefined behaviour.
   static_assert(sizeof(collx_datatype_t) == sizeof(int), "C enums are int-sized here");
@@ -183,7 +179,7 @@ COLLX_API collx_status_t collx_layout_add(collx_layout_t layout, uint64_t tensor
 }
 
 COLLX_API collx_status_t collx_layout_finalize(collx_layout_t layout) {
-  if (!layout) return COLLX_ERR_INVALID_ARG;
+  if (!layout) return collx::parallel::refuse_arg(nullptr, "collx_layout_finalize", "layout is NULL");
   if (layout->finalized)
     return layout_fail(layout, COLLX_ERR_INVALID_USAGE,
                        "collx_layout_finalize: the layout is already finalized");
@@ -195,7 +191,7 @@ COLLX_API collx_status_t collx_layout_finalize(collx_layout_t layout) {
 }
 
 COLLX_API const char* collx_layout_last_error(collx_layout_t layout) {
-  if (!layout) return collx::parallel::thread_layout_error().c_str();
+  if (!layout) return collx::parallel::thread_error().c_str();
   return layout->error.get();
 }
 

@@ -10,7 +10,7 @@ namespace {
 
 // Common checks of the queries: a layout, finalized. Returns COLLX_OK when usable.
 collx_status_t check(collx_layout_t l, const char* fn) {
-  if (!l) return COLLX_ERR_INVALID_ARG;
+  if (!l) return collx::parallel::refuse_arg(nullptr, fn, "layout is NULL");
   if (!l->finalized)
     return layout_fail(l, COLLX_ERR_INVALID_USAGE,
                        std::string(fn) + ": the layout is not finalized (call collx_layout_finalize)");

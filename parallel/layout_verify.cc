@@ -155,7 +155,7 @@ collx_status_t verify(collx_layout_t l, collx_comm_t comm) {
 extern "C" {
 
 COLLX_API collx_status_t collx_layout_fingerprint(collx_layout_t layout, uint64_t* out) {
-  if (!layout) return COLLX_ERR_INVALID_ARG;
+  if (!layout) return collx::parallel::refuse_arg(layout, "collx_layout_fingerprint", "layout is NULL");
   if (!out)
     return layout_fail(layout, COLLX_ERR_INVALID_ARG, "collx_layout_fingerprint: fingerprint is NULL");
   *out = fingerprint(*layout);
@@ -163,7 +163,7 @@ COLLX_API collx_status_t collx_layout_fingerprint(collx_layout_t layout, uint64_
 }
 
 COLLX_API collx_status_t collx_layout_verify(collx_layout_t layout, collx_comm_t comm) {
-  if (!layout) return COLLX_ERR_INVALID_ARG;
+  if (!layout) return collx::parallel::refuse_arg(layout, "collx_layout_verify", "layout is NULL");
   if (!comm) return layout_fail(layout, COLLX_ERR_INVALID_ARG, "collx_layout_verify: comm is NULL");
   return guarded([&] { return verify(layout, comm); },
                  [&](const std::string& m) { layout_fail(layout, COLLX_OK, "collx_layout_verify: " + m); });

@@ -22,7 +22,7 @@ collx_status_t scaler_fail(collx_scaler_t s, collx_status_t st, const std::strin
     s->error.set(msg);
     return st;
   }
-  thread_create_error(Handle::kScaler) = msg;
+  thread_error() = msg;
   return st;
 }
 
@@ -75,7 +75,8 @@ using collx::parallel::scaler_fail;
 extern "C" {
 
 COLLX_API collx_status_t collx_scaler_config_init(collx_scaler_config_t* config, size_t size) {
-  if (!config || size < sizeof(collx_scaler_config_t)) return COLLX_ERR_INVALID_ARG;
+  if (!config || size < sizeof(collx_scaler_config_t))
+    return collx::parallel::refuse_arg(nullptr, "collx_scaler_config_init", "config is NULL or size is too small (pass sizeof the struct)");
   std::memset(config, 0, sizeof(collx_scaler_config_t));
   config->size = size;
   config->init_scale = 65536.0;
@@ -99,7 +100,7 @@ COLLX_API collx_status_t collx_scaler_create(const collx_scaler_config_t* config
   std::string why = collx::parallel::check(*config);
   if (!why.empty()) return scaler_fail(nullptr, COLLX_ERR_INVALID_ARG, "collx_scaler_create: config->" + why);
   auto s = new (std::nothrow) collx_scaler_s();
-  if (!s) return COLLX_ERR_NO_MEMORY;
+  if (!s) return scaler_fail(nullptr, COLLX_ERR_NO_MEMORY, "collx_scaler_create: out of memory");
   s->config = *config;
   s->state.size = sizeof(collx_scaler_state_t);
   s->state.scale = config->init_scale;
@@ -116,7 +117,7 @@ COLLX_API collx_status_t collx_scaler_destroy(collx_scaler_t scaler) {
 }
 
 COLLX_API collx_status_t collx_scaler_scale(collx_scaler_t scaler, double* scale) {
-  if (!scaler || !scale) return COLLX_ERR_INVALID_ARG;
+  if (!scaler || !scale) return collx::parallel::refuse_arg(scaler, "collx_scaler_scale", "scaler or scale is NULL");
   *scale = scaler->state.scale;
   return COLLX_OK;
 }
@@ -148,7 +149,7 @@ COLLX_API collx_status_t collx_scaler_set_state(collx_scaler_t scaler, const col
 }
 
 COLLX_API const char* collx_scaler_last_error(collx_scaler_t scaler) {
-  if (!scaler) return collx::parallel::thread_create_error(collx::parallel::Handle::kScaler).c_str();
+  if (!scaler) return collx::parallel::thread_error().c_str();
   return scaler->error.get();
 }
 

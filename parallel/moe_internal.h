@@ -33,7 +33,6 @@ struct collx_moe_plan_s {
 namespace collx {
 namespace parallel {
 
-std::string& thread_moe_error();
 // Stores "fn: msg" as the plan's last error (and the thread's) and returns st.
 collx_status_t moe_fail(collx_moe_plan_t plan, collx_status_t st, const char* fn, const std::string& msg);
 

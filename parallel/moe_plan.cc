@@ -9,14 +9,9 @@
 namespace collx {
 namespace parallel {
 
-std::string& thread_moe_error() {
-  static thread_local std::string message;
-  return message;
-}
-
 collx_status_t moe_fail(collx_moe_plan_t plan, collx_status_t st, const char* fn, const std::string& msg) {
   const std::string m = std::string(fn) + ": " + msg;
-  thread_moe_error() = m;
+  thread_error() = m;
   if (plan) plan->error.set(m);
   return st;
 }
@@ -174,7 +169,8 @@ using collx::parallel::moe_fail;
 extern "C" {
 
 COLLX_API collx_status_t collx_moe_config_init(collx_moe_config_t* config, size_t size) {
-  if (!config || size < sizeof(size_t)) return COLLX_ERR_INVALID_ARG;
+  if (!config || size < sizeof(size_t))
+    return collx::parallel::refuse_arg(nullptr, "collx_moe_config_init", "config is NULL or size is too small (pass sizeof the struct)");
   collx_moe_config_t c;
   c.size = size < sizeof(c) ? size : sizeof(c);
   c.num_experts = 0;
@@ -189,7 +185,7 @@ COLLX_API collx_status_t collx_moe_plan_create(collx_comm_t ep_comm, const collx
                                                const int32_t* topk_idx, size_t num_tokens,
                                                collx_moe_plan_t* plan) {
   return guarded([&] { return collx::parallel::create(ep_comm, config, topk_idx, num_tokens, plan); },
-                 [](const std::string& m) { collx::parallel::thread_moe_error() = "collx_moe_plan_create: " + m; });
+                 [](const std::string& m) { collx::parallel::thread_error() = "collx_moe_plan_create: " + m; });
 }
 
 COLLX_API collx_status_t collx_moe_plan_destroy(collx_moe_plan_t plan) {
@@ -212,7 +208,7 @@ COLLX_API collx_status_t collx_moe_plan_splits(collx_moe_plan_t plan, size_t* se
 }
 
 COLLX_API const char* collx_moe_last_error(collx_moe_plan_t plan) {
-  if (!plan) return collx::parallel::thread_moe_error().c_str();
+  if (!plan) return collx::parallel::thread_error().c_str();
   return plan->error.get();
 }
 

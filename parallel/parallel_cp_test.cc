@@ -126,19 +126,19 @@ TEST(ParallelCp, RingAttentionEqualsSingleProcessAttention) {
       std::vector<double> work(2 * kBlock);
       collx_cp_ring_t ring = nullptr;
       ASSERT_EQ(collx_cp_ring_start(comm, mine.data(), work.data(), kBlock, COLLX_FLOAT64, 7, 20000, &ring), COLLX_OK)
-          << collx_parallel_last_error();
+          << collx_last_error(nullptr);
       Attention att(rank);
       RingRun run;
       const void* kv = nullptr;
       int32_t src = -1;
       while (true) {
-        ASSERT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_OK) << collx_parallel_last_error();
+        ASSERT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_OK) << collx_last_error(nullptr);
         if (!kv) break;
         att.merge(static_cast<const double*>(kv));
         run.sources.push_back(src);
       }
       EXPECT_EQ(src, -1);
-      EXPECT_EQ(collx_cp_ring_finish(ring), COLLX_OK) << collx_parallel_last_error();
+      EXPECT_EQ(collx_cp_ring_finish(ring), COLLX_OK) << collx_last_error(nullptr);
       run.out = att.result();
       got.set(rank, run);
     });
@@ -167,25 +167,25 @@ void check_in_flight(uint32_t transports) {
     }
     collx_cp_ring_t ring = nullptr;
     ASSERT_EQ(collx_cp_ring_start(comm, mine.data(), work.data(), kBlock, COLLX_FLOAT64, 0, 20000, &ring), COLLX_OK)
-        << collx_parallel_last_error();
+        << collx_last_error(nullptr);
     const void* kv = nullptr;
     int32_t src = -1;
     ASSERT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_OK);
     EXPECT_EQ(kv, mine.data()) << "block 0 is the caller's own, not a copy";
     if (rank == 0) {
       int arrived = 1;
-      ASSERT_EQ(collx_cp_ring_test(ring, &arrived), COLLX_OK) << collx_parallel_last_error();
+      ASSERT_EQ(collx_cp_ring_test(ring, &arrived), COLLX_OK) << collx_last_error(nullptr);
       EXPECT_EQ(arrived, 0) << "block 1 cannot have arrived: rank 1 has not started";
       checked.raise();
       // "Compute" on block 0 while polling only the request state.
       const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       while (!arrived && std::chrono::steady_clock::now() < give_up) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        ASSERT_EQ(collx_cp_ring_test(ring, &arrived), COLLX_OK) << collx_parallel_last_error();
+        ASSERT_EQ(collx_cp_ring_test(ring, &arrived), COLLX_OK) << collx_last_error(nullptr);
       }
       EXPECT_EQ(arrived, 1) << "block 1 never completed without a call to collx_cp_ring_next";
     }
-    ASSERT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_OK) << collx_parallel_last_error();
+    ASSERT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_OK) << collx_last_error(nullptr);
     ASSERT_NE(kv, nullptr);
     EXPECT_EQ(src, 1 - rank);
     const std::vector<double> theirs = kv_block(1 - rank);
@@ -193,7 +193,7 @@ void check_in_flight(uint32_t transports) {
     int arrived = 0;
     EXPECT_EQ(collx_cp_ring_test(ring, &arrived), COLLX_OK);
     EXPECT_EQ(arrived, 1) << "nothing is in flight after the last block";
-    EXPECT_EQ(collx_cp_ring_finish(ring), COLLX_OK) << collx_parallel_last_error();
+    EXPECT_EQ(collx_cp_ring_finish(ring), COLLX_OK) << collx_last_error(nullptr);
   });
 }
 
@@ -221,7 +221,7 @@ TEST(ParallelCp, EarlyFinishStillPassesTheBlocksOn) {
       seen.push_back(src);
       if (rank == 0) break;
     }
-    EXPECT_EQ(collx_cp_ring_finish(ring), COLLX_OK) << collx_parallel_last_error();
+    EXPECT_EQ(collx_cp_ring_finish(ring), COLLX_OK) << collx_last_error(nullptr);
     sources.set(rank, seen);
   });
   EXPECT_EQ(sources[0], (std::vector<int32_t>{0}));
@@ -242,12 +242,12 @@ TEST(ParallelCp, SilentNeighbourTimesOutNamingTheTransfer) {
     int32_t src = -1;
     EXPECT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_OK);
     EXPECT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_ERR_TIMEOUT);
-    const std::string msg = collx_parallel_last_error();
+    const std::string msg = collx_last_error(nullptr);
     EXPECT_NE(msg.find("receive of rank 1's block from rank 1"), std::string::npos) << msg;
     EXPECT_NE(msg.find("200 ms"), std::string::npos) << msg;
     EXPECT_EQ(collx_cp_ring_next(ring, &kv, &src), COLLX_ERR_INVALID_USAGE);
     EXPECT_EQ(collx_cp_ring_finish(ring), COLLX_ERR_TIMEOUT);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("failed earlier"), std::string::npos);
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find("failed earlier"), std::string::npos);
   });
 }
 
@@ -259,7 +259,7 @@ TEST(ParallelCp, StartRejectsBadArguments) {
     auto expect_refused = [&](collx_status_t st, const char* words) {
       EXPECT_EQ(st, COLLX_ERR_INVALID_ARG);
       EXPECT_EQ(ring, nullptr);
-      EXPECT_NE(std::string(collx_parallel_last_error()).find(words), std::string::npos) << collx_parallel_last_error();
+      EXPECT_NE(std::string(collx_last_error(nullptr)).find(words), std::string::npos) << collx_last_error(nullptr);
     };
     expect_refused(collx_cp_ring_start(nullptr, buf.data(), buf.data() + kBlock, kBlock, COLLX_FLOAT64, 0, 100, &ring),
                    "cp_comm is NULL");

@@ -7,11 +7,13 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 #include "collx/collx.h"
 #include "collx/parallel.h"
+#include "lib/common/thread_error.h"
 
 struct collx_grid_s;
 
@@ -39,16 +41,19 @@ class Fnv64 {
   uint64_t h_ = 1469598103934665603ull;
 };
 
-// Thread-local message of the last failed handle-less call (grid create, layout create).
-std::string& thread_grid_error();
-std::string& thread_layout_error();
+// The calling thread's last error message, the one collx_last_error(NULL) returns: every
+// failed call of this layer records its message there (docs/api-conventions.md).
+inline std::string& thread_error() { return collx::thread_error_message(); }
 // Stores msg as the layout's last error (when layout is not NULL) and returns st.
 collx_status_t layout_fail(collx_layout_t layout, collx_status_t st, const std::string& msg);
 
-// A message guarded by a mutex (handles queried from several threads).
+// A handle's message, guarded by a mutex (handles queried from several threads). Setting it
+// records the message with the calling thread too, so that a call on a handle obeys the same
+// rule as every other call.
 class ErrorSlot {
  public:
   void set(const std::string& m) {
+    if (&m != &thread_error()) thread_error() = m;
     std::lock_guard<std::mutex> lock(mu_);
     msg_ = m;
   }
@@ -61,6 +66,22 @@ class ErrorSlot {
   std::mutex mu_;
   std::string msg_;
 };
+
+// A refused argument of call `fn` (COLLX_ERR_INVALID_ARG): "fn: what" goes to the handle the
+// call is on when there is one (it then reaches the thread through ErrorSlot), else to the
+// thread only. Every entry point reports its refusals here rather than returning a bare code.
+template <typename Handle>
+collx_status_t refuse_arg(Handle handle, const std::string& fn, const std::string& what) {
+  const std::string m = fn + ": " + what;
+  if constexpr (std::is_null_pointer_v<Handle>) {
+    thread_error() = m;
+  } else if (handle) {
+    handle->error.set(m);
+  } else {
+    thread_error() = m;
+  }
+  return COLLX_ERR_INVALID_ARG;
+}
 
 // Runs fn() at the C boundary: exceptions become status codes with a message via on_error.
 template <typename Fn, typename OnError>

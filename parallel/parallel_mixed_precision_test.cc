@@ -158,7 +158,7 @@ TEST(ParallelMixedPrecision, GlobalNormAndClipCoefficient) {
   PerRank<double> norms(3);
   ranks.run([&](int rank, collx_comm_t comm) {
     double n = 0;
-    ASSERT_EQ(collx_global_norm(static_cast<double>(rank + 1), comm, &n), COLLX_OK);
+    ASSERT_EQ(collx_global_norm(static_cast<double>(rank + 1), &n, comm), COLLX_OK);
     norms.set(rank, n);
   });
   for (int r = 0; r < 3; ++r) EXPECT_DOUBLE_EQ(norms[r], std::sqrt(6.0));

@@ -22,7 +22,7 @@ using collx::testing::ThreadRanks;
 
 std::vector<collx_pp_step_t> steps_of(int p, int r, int v, int m) {
   size_t n = 0;
-  EXPECT_EQ(collx_pp_schedule_interleaved(p, r, v, m, nullptr, 0, &n), COLLX_OK) << collx_parallel_last_error();
+  EXPECT_EQ(collx_pp_schedule_interleaved(p, r, v, m, nullptr, 0, &n), COLLX_OK) << collx_last_error(nullptr);
   std::vector<collx_pp_step_t> s(n);
   EXPECT_EQ(collx_pp_schedule_interleaved(p, r, v, m, s.data(), s.size(), &n), COLLX_OK);
   return s;
@@ -96,15 +96,15 @@ TEST(ParallelPpInterleaved, ShapeForManySizes) {
 TEST(ParallelPpInterleaved, RejectsWhatMegatronRejects) {
   size_t n = 0;
   EXPECT_EQ(collx_pp_schedule_interleaved(4, 0, 2, 6, nullptr, 0, &n), COLLX_ERR_INVALID_ARG);
-  EXPECT_NE(std::string(collx_parallel_last_error()).find("microbatches 6 is not a multiple of pp_size 4"),
+  EXPECT_NE(std::string(collx_last_error(nullptr)).find("microbatches 6 is not a multiple of pp_size 4"),
             std::string::npos)
-      << collx_parallel_last_error();
+      << collx_last_error(nullptr);
   EXPECT_EQ(collx_pp_schedule_interleaved(1, 0, 2, 2, nullptr, 0, &n), COLLX_ERR_INVALID_ARG);
-  EXPECT_NE(std::string(collx_parallel_last_error()).find("pp_size 1"), std::string::npos);
+  EXPECT_NE(std::string(collx_last_error(nullptr)).find("pp_size 1"), std::string::npos);
   EXPECT_EQ(collx_pp_schedule_interleaved(2, 2, 2, 2, nullptr, 0, &n), COLLX_ERR_INVALID_ARG);
-  EXPECT_NE(std::string(collx_parallel_last_error()).find("pp_rank 2"), std::string::npos);
+  EXPECT_NE(std::string(collx_last_error(nullptr)).find("pp_rank 2"), std::string::npos);
   EXPECT_EQ(collx_pp_schedule_interleaved(2, 0, 0, 2, nullptr, 0, &n), COLLX_ERR_INVALID_ARG);
-  EXPECT_NE(std::string(collx_parallel_last_error()).find("virtual_stages 0"), std::string::npos);
+  EXPECT_NE(std::string(collx_last_error(nullptr)).find("virtual_stages 0"), std::string::npos);
   EXPECT_EQ(collx_pp_schedule_interleaved(2, 0, 2, 2, nullptr, 0, nullptr), COLLX_ERR_INVALID_ARG);
 }
 
@@ -278,9 +278,9 @@ void run_stage(collx_comm_t comm, int p, int r, int v, int m, Result* res) {
     double* send_prev = buf(g_in, s.send_prev);
     double* recv_next = buf(g_out, s.recv_next);
     if (send_next || recv_prev || send_prev || recv_next) {
-      ASSERT_EQ(collx_pp_exchange_ring(comm, send_next, recv_prev, send_prev, recv_next, kLen, COLLX_FLOAT64, 0, 20000),
+      ASSERT_EQ(collx_pp_exchange_ring(send_next, recv_prev, send_prev, recv_next, kLen, COLLX_FLOAT64, 0, comm, 20000),
                 COLLX_OK)
-          << collx_parallel_last_error();
+          << collx_last_error(nullptr);
     }
     if (s.kind == COLLX_PP_EXCHANGE_ONLY) continue;
     const int c = s.chunk, mb = s.microbatch, vs = c * p + r;
@@ -340,13 +340,13 @@ TEST(ParallelPpInterleaved, RingExchangeWrapsAround) {
   PerRank<std::vector<double>> got(3);
   ranks.run([&](int rank, collx_comm_t comm) {
     double out_next = 10.0 + rank, out_prev = 20.0 + rank, from_prev = -1, from_next = -1;
-    EXPECT_EQ(collx_pp_exchange_ring(comm, &out_next, &from_prev, &out_prev, &from_next, 1, COLLX_FLOAT64, 3, 20000),
+    EXPECT_EQ(collx_pp_exchange_ring(&out_next, &from_prev, &out_prev, &from_next, 1, COLLX_FLOAT64, 3, comm, 20000),
               COLLX_OK)
-        << collx_parallel_last_error();
+        << collx_last_error(nullptr);
     got.set(rank, {from_prev, from_next});
-    EXPECT_EQ(collx_pp_exchange_ring(comm, nullptr, nullptr, nullptr, nullptr, 1, COLLX_FLOAT64, 1 << 30, 1000),
+    EXPECT_EQ(collx_pp_exchange_ring(nullptr, nullptr, nullptr, nullptr, 1, COLLX_FLOAT64, 1 << 30, comm, 1000),
               COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("< 2^30"), std::string::npos);
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find("< 2^30"), std::string::npos);
   });
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(got[r][0], 10.0 + (r + 2) % 3) << "rank " << r << " receives the previous stage's activation";

@@ -88,9 +88,9 @@ float run_stage(collx_comm_t comm, int p, int r, int m) {
     const collx_pp_action_t* a = k < acts.size() ? &acts[k] : nullptr;
     float* recv_prev = a && a->kind == COLLX_PP_FORWARD && !first ? x_in[a->microbatch].data() : nullptr;
     float* recv_next = a && a->kind == COLLX_PP_BACKWARD && !last ? g_out[a->microbatch].data() : nullptr;
-    EXPECT_EQ(collx_pp_exchange(comm, pending_next, recv_prev, pending_prev, recv_next, kLen, COLLX_FLOAT32, 0, 20000),
+    EXPECT_EQ(collx_pp_exchange(pending_next, recv_prev, pending_prev, recv_next, kLen, COLLX_FLOAT32, 0, comm, 20000),
               COLLX_OK)
-        << collx_parallel_last_error();
+        << collx_last_error(nullptr);
     pending_next = pending_prev = nullptr;
     if (!a) break;
     const int mb = a->microbatch;
@@ -131,11 +131,11 @@ TEST(ParallelPp, ExchangeRejectsMissingNeighbours) {
   ranks.run([&](int rank, collx_comm_t comm) {
     float buf[2] = {0, 0};
     if (rank == 0) {
-      EXPECT_EQ(collx_pp_exchange(comm, nullptr, buf, nullptr, nullptr, 2, COLLX_FLOAT32, 0, 1000), COLLX_ERR_INVALID_ARG);
-      EXPECT_NE(std::string(collx_parallel_last_error()).find("no previous stage"), std::string::npos);
+      EXPECT_EQ(collx_pp_exchange(nullptr, buf, nullptr, nullptr, 2, COLLX_FLOAT32, 0, comm, 1000), COLLX_ERR_INVALID_ARG);
+      EXPECT_NE(std::string(collx_last_error(nullptr)).find("no previous stage"), std::string::npos);
     } else {
-      EXPECT_EQ(collx_pp_exchange(comm, buf, nullptr, nullptr, nullptr, 2, COLLX_FLOAT32, 0, 1000), COLLX_ERR_INVALID_ARG);
-      EXPECT_NE(std::string(collx_parallel_last_error()).find("no next stage"), std::string::npos);
+      EXPECT_EQ(collx_pp_exchange(buf, nullptr, nullptr, nullptr, 2, COLLX_FLOAT32, 0, comm, 1000), COLLX_ERR_INVALID_ARG);
+      EXPECT_NE(std::string(collx_last_error(nullptr)).find("no next stage"), std::string::npos);
     }
   });
 }
@@ -152,10 +152,10 @@ TEST(ParallelPp, ExchangeTimeoutLeavesNoHandleHoldingTheCommunicator) {
     stage0 = collx::testing::watch_communicator(ranks.comm(0));
     ranks.run([&](int rank, collx_comm_t comm) {
       if (rank != 0) return;
-      EXPECT_EQ(collx_pp_exchange(comm, nullptr, nullptr, nullptr, recv.data(), 2, COLLX_FLOAT32, 0, 200),
+      EXPECT_EQ(collx_pp_exchange(nullptr, nullptr, nullptr, recv.data(), 2, COLLX_FLOAT32, 0, comm, 200),
                 COLLX_ERR_TIMEOUT);
-      EXPECT_NE(std::string(collx_parallel_last_error()).find("receive from the next stage"), std::string::npos)
-          << collx_parallel_last_error();
+      EXPECT_NE(std::string(collx_last_error(nullptr)).find("receive from the next stage"), std::string::npos)
+          << collx_last_error(nullptr);
     });
   }
   EXPECT_TRUE(stage0.expired()) << "a request of the timed-out exchange still holds stage 0's communicator";

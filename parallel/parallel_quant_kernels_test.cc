@@ -38,9 +38,9 @@ std::vector<float> round_trip(const std::vector<float>& x, int bits, size_t bloc
   std::vector<uint8_t> packed(bytes);
   std::vector<float> y(x.size(), -1.0f);
   EXPECT_EQ(collx_quant_pack(x.data(), x.size(), COLLX_FLOAT32, &c, packed.data()), COLLX_OK)
-      << collx_parallel_last_error();
+      << collx_last_error(nullptr);
   EXPECT_EQ(collx_quant_unpack(packed.data(), x.size(), COLLX_FLOAT32, &c, y.data()), COLLX_OK)
-      << collx_parallel_last_error();
+      << collx_last_error(nullptr);
   return y;
 }
 
@@ -234,15 +234,15 @@ TEST(QuantKernels, UnpackRefusesAMessageOfAnotherFormat) {
   std::vector<uint8_t> packed(1024);
   ASSERT_EQ(collx_quant_pack(x.data(), 64, COLLX_FLOAT32, &c8, packed.data()), COLLX_OK);
   EXPECT_EQ(collx_quant_unpack(packed.data(), 64, COLLX_FLOAT32, &c4, y.data()), COLLX_ERR_INVALID_ARG);
-  EXPECT_NE(std::string(collx_parallel_last_error()).find("holds int8, block_elems 16, count 64 but this rank "
+  EXPECT_NE(std::string(collx_last_error(nullptr)).find("holds int8, block_elems 16, count 64 but this rank "
                                                           "expects int4"),
             std::string::npos)
-      << collx_parallel_last_error();
+      << collx_last_error(nullptr);
   EXPECT_EQ(collx_quant_unpack(packed.data(), 64, COLLX_FLOAT32, &c32, y.data()), COLLX_ERR_INVALID_ARG);
   EXPECT_EQ(collx_quant_unpack(packed.data(), 63, COLLX_FLOAT32, &c8, y.data()), COLLX_ERR_INVALID_ARG);
   packed[0] = 'X';
   EXPECT_EQ(collx_quant_unpack(packed.data(), 64, COLLX_FLOAT32, &c8, y.data()), COLLX_ERR_INVALID_ARG);
-  EXPECT_NE(std::string(collx_parallel_last_error()).find("not a quantized message"), std::string::npos);
+  EXPECT_NE(std::string(collx_last_error(nullptr)).find("not a quantized message"), std::string::npos);
 }
 
 TEST(QuantKernels, QuotientsBeyondTheRangeSaturate) {
@@ -283,11 +283,11 @@ TEST(QuantKernels, BadConfigsAndDatatypesAreNamed) {
   for (const auto& k : cases) {
     const collx_quant_config_t c = config(k.bits, k.block);
     EXPECT_EQ(collx_quant_pack(x.data(), 64, COLLX_FLOAT32, &c, packed.data()), COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find(k.says), std::string::npos) << collx_parallel_last_error();
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find(k.says), std::string::npos) << collx_last_error(nullptr);
   }
   EXPECT_EQ(collx_quant_pack(x.data(), 64, COLLX_INT32, nullptr, packed.data()), COLLX_ERR_INVALID_ARG);
-  EXPECT_NE(std::string(collx_parallel_last_error()).find("datatype int32 cannot be quantized"), std::string::npos)
-      << collx_parallel_last_error();
+  EXPECT_NE(std::string(collx_last_error(nullptr)).find("datatype int32 cannot be quantized"), std::string::npos)
+      << collx_last_error(nullptr);
   collx_quant_config_t small = config(8, 256);
   small.size = 8;
   EXPECT_EQ(collx_quant_pack(x.data(), 64, COLLX_FLOAT32, &small, packed.data()), COLLX_ERR_INVALID_ARG);

@@ -59,8 +59,8 @@ TEST(QuantCollectives, AllGatherIsWithinHalfAScaleAndIdenticalOnEveryRank) {
       ranks.run([&](int rank, collx_comm_t comm) {
         const collx_quant_config_t c = config(bits, block);
         std::vector<float> x = rank_data(rank, n), out(n * world);
-        ASSERT_EQ(collx_quant_allgather(x.data(), out.data(), n, COLLX_FLOAT32, &c, comm), COLLX_OK)
-            << collx_parallel_last_error();
+        ASSERT_EQ(collx_quant_allgather(x.data(), out.data(), n, COLLX_FLOAT32, comm, &c), COLLX_OK)
+            << collx_last_error(nullptr);
         got.set(rank, out);
       });
       for (int r = 0; r < world; ++r) {
@@ -86,8 +86,8 @@ TEST(QuantCollectives, AllGatherInPlaceWithBfloat16) {
     std::vector<uint16_t> buf(n * world, 0);
     const std::vector<float> x = rank_data(rank, n);
     collx::parallel::pack_half(x.data(), buf.data() + rank * n, n, 1.0f, COLLX_BFLOAT16);
-    ASSERT_EQ(collx_quant_allgather(buf.data() + rank * n, buf.data(), n, COLLX_BFLOAT16, &c, comm), COLLX_OK)
-        << collx_parallel_last_error();
+    ASSERT_EQ(collx_quant_allgather(buf.data() + rank * n, buf.data(), n, COLLX_BFLOAT16, comm, &c), COLLX_OK)
+        << collx_last_error(nullptr);
     got.set(rank, buf);
   });
   for (int r = 0; r < world; ++r) {
@@ -117,8 +117,8 @@ void check_reduce_scatter(int world, int bits, collx_op_t op, bool in_place, uin
     const collx_quant_config_t c = config(bits, block);
     std::vector<float> x = rank_data(rank, n * world), out(n);
     float* recv = in_place ? x.data() + rank * n : out.data();
-    ASSERT_EQ(collx_quant_reduce_scatter(x.data(), recv, n, COLLX_FLOAT32, op, &c, comm), COLLX_OK)
-        << collx_parallel_last_error();
+    ASSERT_EQ(collx_quant_reduce_scatter(x.data(), recv, n, COLLX_FLOAT32, op, comm, &c), COLLX_OK)
+        << collx_last_error(nullptr);
     got.set(rank, std::vector<float>(recv, recv + n));
   });
   std::vector<std::vector<float>> inputs;
@@ -171,8 +171,8 @@ TEST(QuantCollectives, ReduceScatterFloat16WithinBound) {
     std::vector<float> x(n * world), y(n);
     collx::parallel::pack_half(raw.data(), h.data(), h.size(), 1.0f, COLLX_FLOAT16);
     collx::parallel::unpack_half(h.data(), x.data(), h.size(), 1.0f, COLLX_FLOAT16);
-    ASSERT_EQ(collx_quant_reduce_scatter(h.data(), out.data(), n, COLLX_FLOAT16, COLLX_SUM, &c, comm), COLLX_OK)
-        << collx_parallel_last_error();
+    ASSERT_EQ(collx_quant_reduce_scatter(h.data(), out.data(), n, COLLX_FLOAT16, COLLX_SUM, comm, &c), COLLX_OK)
+        << collx_last_error(nullptr);
     collx::parallel::unpack_half(out.data(), y.data(), n, 1.0f, COLLX_FLOAT16);
     got.set(rank, y);
     sent.set(rank, x);
@@ -193,24 +193,24 @@ TEST(QuantCollectives, BadCallsReturnNamedErrorsOnEveryRank) {
     (void)rank;
     const collx_quant_config_t c = config(8, 256);
     std::vector<float> x(64, 1.0f), y(128);
-    EXPECT_EQ(collx_quant_reduce_scatter(y.data(), x.data(), 64, COLLX_FLOAT32, COLLX_MAX, &c, comm),
+    EXPECT_EQ(collx_quant_reduce_scatter(y.data(), x.data(), 64, COLLX_FLOAT32, COLLX_MAX, comm, &c),
               COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("op max is not supported"), std::string::npos)
-        << collx_parallel_last_error();
-    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_INT8, &c, comm), COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("datatype int8 cannot be quantized"), std::string::npos);
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find("op max is not supported"), std::string::npos)
+        << collx_last_error(nullptr);
+    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_INT8, comm, &c), COLLX_ERR_INVALID_ARG);
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find("datatype int8 cannot be quantized"), std::string::npos);
     // Overlapping but not the in-place form.
-    EXPECT_EQ(collx_quant_allgather(y.data() + 1, y.data(), 64, COLLX_FLOAT32, &c, comm), COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("in-place form"), std::string::npos);
-    EXPECT_EQ(collx_quant_reduce_scatter(y.data(), y.data() + 3, 64, COLLX_FLOAT32, COLLX_SUM, &c, comm),
+    EXPECT_EQ(collx_quant_allgather(y.data() + 1, y.data(), 64, COLLX_FLOAT32, comm, &c), COLLX_ERR_INVALID_ARG);
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find("in-place form"), std::string::npos);
+    EXPECT_EQ(collx_quant_reduce_scatter(y.data(), y.data() + 3, 64, COLLX_FLOAT32, COLLX_SUM, comm, &c),
               COLLX_ERR_INVALID_ARG);
-    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_FLOAT32, &c, nullptr), COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("comm is NULL"), std::string::npos);
+    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_FLOAT32, nullptr, &c), COLLX_ERR_INVALID_ARG);
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find("comm is NULL"), std::string::npos);
     // The communicator is still usable; empty calls are fine.
-    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_FLOAT32, &c, comm), COLLX_OK)
-        << collx_parallel_last_error();
-    EXPECT_EQ(collx_quant_allgather(nullptr, nullptr, 0, COLLX_FLOAT32, &c, comm), COLLX_OK);
-    EXPECT_EQ(collx_quant_reduce_scatter(nullptr, nullptr, 0, COLLX_BFLOAT16, COLLX_AVG, nullptr, comm), COLLX_OK);
+    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_FLOAT32, comm, &c), COLLX_OK)
+        << collx_last_error(nullptr);
+    EXPECT_EQ(collx_quant_allgather(nullptr, nullptr, 0, COLLX_FLOAT32, comm, &c), COLLX_OK);
+    EXPECT_EQ(collx_quant_reduce_scatter(nullptr, nullptr, 0, COLLX_BFLOAT16, COLLX_AVG, comm, nullptr), COLLX_OK);
   });
 }
 
@@ -223,9 +223,9 @@ TEST(QuantCollectives, AMissingRankEndsByTheConfiguredDeadline) {
     c.timeout_ms = 300;
     std::vector<float> x(64, 1.0f), y(128);
     const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_FLOAT32, &c, comm), COLLX_ERR_TIMEOUT);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("collx_quant_allgather"), std::string::npos)
-        << collx_parallel_last_error();
+    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 64, COLLX_FLOAT32, comm, &c), COLLX_ERR_TIMEOUT);
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find("collx_quant_allgather"), std::string::npos)
+        << collx_last_error(nullptr);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   });
 }
@@ -239,10 +239,10 @@ TEST(QuantCollectives, ARankWithAnotherBlockSizeIsNamedNotDecoded) {
   ranks.run([&](int rank, collx_comm_t comm) {
     const collx_quant_config_t c = config(8, rank == 0 ? 16 : 32);
     std::vector<float> x(16, 1.0f), y(32);
-    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 16, COLLX_FLOAT32, &c, comm), COLLX_ERR_MISMATCH);
-    msg.set(rank, collx_parallel_last_error());
+    EXPECT_EQ(collx_quant_allgather(x.data(), y.data(), 16, COLLX_FLOAT32, comm, &c), COLLX_ERR_MISMATCH);
+    msg.set(rank, collx_last_error(nullptr));
     std::vector<float> big(32, 1.0f), part(16);
-    EXPECT_EQ(collx_quant_reduce_scatter(big.data(), part.data(), 16, COLLX_FLOAT32, COLLX_SUM, &c, comm),
+    EXPECT_EQ(collx_quant_reduce_scatter(big.data(), part.data(), 16, COLLX_FLOAT32, COLLX_SUM, comm, &c),
               COLLX_ERR_MISMATCH);
   });
   EXPECT_NE(msg[0].find("message from rank 1 does not match: it holds int8, block_elems 32"), std::string::npos)

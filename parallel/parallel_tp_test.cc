@@ -35,11 +35,11 @@ TEST(ParallelTp, LastDimSplitAndGatherRoundTrip) {
       for (size_t i = 0; i < rows; ++i)
         for (size_t j = 0; j < cols / t; ++j) ASSERT_EQ(part[i * (cols / t) + j], x[i * cols + rank * (cols / t) + j]);
       ASSERT_EQ(collx_tp_gather_last(part.data(), back.data(), rows, cols / t, COLLX_FLOAT32, comm), COLLX_OK)
-          << collx_parallel_last_error();
+          << collx_last_error(nullptr);
       EXPECT_EQ(back, x);
       if (t > 1) {
         EXPECT_EQ(collx_tp_split_last(x.data(), part.data(), rows, 7, COLLX_FLOAT32, comm), COLLX_ERR_INVALID_ARG);
-        EXPECT_NE(std::string(collx_parallel_last_error()).find("cols 7 is not divisible"), std::string::npos);
+        EXPECT_NE(std::string(collx_last_error(nullptr)).find("cols 7 is not divisible"), std::string::npos);
       }
     });
   }
@@ -116,7 +116,7 @@ TEST(ParallelTp, VocabParallelCrossEntropyMatchesFullSoftmax) {
       for (size_t j = 0; j < vl; ++j) mine[i * vl + j] = logits[i * vocab + static_cast<size_t>(s) + j];
     ASSERT_EQ(collx_tp_vocab_ce_fwd(mine.data(), targets.data(), n, vl, s, vocab, loss.data(), soft.data(), comm),
               COLLX_OK)
-        << collx_parallel_last_error();
+        << collx_last_error(nullptr);
     const std::vector<float> ones(n, 1.0f);
     ASSERT_EQ(collx_tp_vocab_ce_bwd(soft.data(), targets.data(), ones.data(), n, vl, s, dlog.data()), COLLX_OK);
     for (size_t i = 0; i < n; ++i) {
@@ -126,7 +126,7 @@ TEST(ParallelTp, VocabParallelCrossEntropyMatchesFullSoftmax) {
     const std::vector<int64_t> bad = {0, 11, 0, 0};
     EXPECT_EQ(collx_tp_vocab_ce_fwd(mine.data(), bad.data(), n, vl, s, vocab, loss.data(), nullptr, comm),
               COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("targets[1] = 11"), std::string::npos);
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find("targets[1] = 11"), std::string::npos);
   });
 }
 
@@ -140,7 +140,7 @@ TEST(ParallelTp, FinalizeSumsOnlySequenceParallelNormGradients) {
     size_t total = 0;
     collx_layout_total(l, &total);
     std::vector<float> buf(total, static_cast<float>(rank + 1));
-    ASSERT_EQ(collx_tp_finalize_grads(l, buf.data(), comm), COLLX_OK) << collx_parallel_last_error();
+    ASSERT_EQ(collx_tp_finalize_grads(l, buf.data(), comm), COLLX_OK) << collx_last_error(nullptr);
     for (uint64_t id : {0, 1, 2}) {
       size_t off = 0, n = 0;
       collx_layout_tensor(l, id, &off, &n);

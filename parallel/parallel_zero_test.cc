@@ -182,7 +182,7 @@ void train_and_compare(int stage, int optimizer, int world) {
       }
       double local = 0, norm = 0;
       ASSERT_EQ(collx_zero_grad_norm_sq(z, 0, 1, &local), COLLX_OK);
-      ASSERT_EQ(collx_global_norm(local, comm, &norm), COLLX_OK);
+      ASSERT_EQ(collx_global_norm(local, &norm, comm), COLLX_OK);
       my_norms.push_back(norm);
       ASSERT_EQ(collx_zero_step(z, 1.0), COLLX_OK) << collx_zero_last_error(z);
       ASSERT_EQ(collx_zero_publish(z), COLLX_OK) << collx_zero_last_error(z);

@@ -85,18 +85,18 @@ using namespace collx::parallel;
 
 extern "C" {
 
-COLLX_API collx_status_t collx_pp_exchange(collx_comm_t pp_comm, const void* send_next, void* recv_prev,
-                                           const void* send_prev, void* recv_next, size_t count,
-                                           collx_datatype_t datatype, int32_t tag, int64_t timeout_ms) {
+COLLX_API collx_status_t collx_pp_exchange(const void* send_next, void* recv_prev, const void* send_prev,
+                                           void* recv_next, size_t count, collx_datatype_t datatype, int32_t tag,
+                                           collx_comm_t pp_comm, int64_t timeout_ms) {
   return free_call("collx_pp_exchange", [&] {
     return exchange("collx_pp_exchange", false, pp_comm, send_next, recv_prev, send_prev, recv_next, count, datatype,
                     tag, timeout_ms);
   });
 }
 
-COLLX_API collx_status_t collx_pp_exchange_ring(collx_comm_t pp_comm, const void* send_next, void* recv_prev,
-                                                const void* send_prev, void* recv_next, size_t count,
-                                                collx_datatype_t datatype, int32_t tag, int64_t timeout_ms) {
+COLLX_API collx_status_t collx_pp_exchange_ring(const void* send_next, void* recv_prev, const void* send_prev,
+                                                void* recv_next, size_t count, collx_datatype_t datatype, int32_t tag,
+                                                collx_comm_t pp_comm, int64_t timeout_ms) {
   return free_call("collx_pp_exchange_ring", [&] {
     return exchange("collx_pp_exchange_ring", true, pp_comm, send_next, recv_prev, send_prev, recv_next, count,
                     datatype, tag, timeout_ms);

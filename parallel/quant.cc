@@ -231,15 +231,15 @@ COLLX_API collx_status_t collx_quant_unpack(const void* packed, size_t count, co
 }
 
 COLLX_API collx_status_t collx_quant_allgather(const void* sendbuf, void* recvbuf, size_t sendcount,
-                                               collx_datatype_t datatype, const collx_quant_config_t* config,
-                                               collx_comm_t comm) {
+                                               collx_datatype_t datatype, collx_comm_t comm,
+                                               const collx_quant_config_t* config) {
   return free_call("collx_quant_allgather",
                    [&] { return allgather(sendbuf, recvbuf, sendcount, datatype, config, comm); });
 }
 
 COLLX_API collx_status_t collx_quant_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
-                                                    collx_datatype_t datatype, collx_op_t op,
-                                                    const collx_quant_config_t* config, collx_comm_t comm) {
+                                                    collx_datatype_t datatype, collx_op_t op, collx_comm_t comm,
+                                                    const collx_quant_config_t* config) {
   return free_call("collx_quant_reduce_scatter",
                    [&] { return reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, config, comm); });
 }

@@ -179,12 +179,12 @@ COLLX_API collx_status_t collx_tp_allreduce(void* buf, size_t count, collx_datat
   });
 }
 
-COLLX_API collx_status_t collx_tp_allreduce_async(void* buf, size_t count, collx_datatype_t datatype,
-                                                  collx_comm_t tp_comm, collx_request_t* request) {
-  return free_call("collx_tp_allreduce_async", [&] {
+COLLX_API collx_status_t collx_tp_iallreduce(void* buf, size_t count, collx_datatype_t datatype,
+                                             collx_comm_t tp_comm, collx_request_t* request) {
+  return free_call("collx_tp_iallreduce", [&] {
     const collx_opts_t o = stream_opts();
     collx_status_t st = collx_iallreduce(buf, buf, count, datatype, COLLX_SUM, tp_comm, &o, request);
-    return st == COLLX_OK ? st : comm_fail(tp_comm, st, "collx_tp_allreduce_async");
+    return st == COLLX_OK ? st : comm_fail(tp_comm, st, "collx_tp_iallreduce");
   });
 }
 
@@ -233,7 +233,5 @@ COLLX_API collx_status_t collx_tp_finalize_grads(collx_layout_t layout, float* b
   if (!layout || !buffer) return free_fail(COLLX_ERR_INVALID_ARG, "collx_tp_finalize_grads: layout or buffer is NULL");
   return free_call("collx_tp_finalize_grads", [&] { return finalize(layout, buffer, tp_comm); });
 }
-
-COLLX_API const char* collx_parallel_last_error(void) { return thread_free_error().c_str(); }
 
 }  // extern "C"

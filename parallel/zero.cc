@@ -41,7 +41,7 @@ void set_defaults(collx_zero_config_t* c) {
 bool float_or_half(int32_t dt) { return dt == COLLX_FLOAT32 || dt == COLLX_BFLOAT16 || dt == COLLX_FLOAT16; }
 
 collx_status_t zero_create_fail(collx_status_t st, const std::string& msg) {
-  return collx::parallel::create_fail(Handle::kZero, "collx_zero_create", st, msg);
+  return collx::parallel::create_fail("collx_zero_create", st, msg);
 }
 
 std::string check_config(const collx_zero_config_t& c) {
@@ -243,7 +243,8 @@ using namespace collx::parallel;
 extern "C" {
 
 COLLX_API collx_status_t collx_zero_config_init(collx_zero_config_t* config, size_t size) {
-  if (!config || size < kConfigSizeV1) return COLLX_ERR_INVALID_ARG;
+  if (!config || size < kConfigSizeV1)
+    return collx::parallel::refuse_arg(nullptr, "collx_zero_config_init", "config is NULL or size is too small (pass sizeof the struct)");
   collx_zero_config_t c;
   set_defaults(&c);
   c.size = size;
@@ -303,7 +304,7 @@ COLLX_API collx_status_t collx_zero_param_view(collx_zero_t z, uint64_t tensor_i
 }
 
 COLLX_API collx_status_t collx_zero_shard(collx_zero_t z, float** master, float** grad, size_t* count) {
-  if (!z) return COLLX_ERR_INVALID_ARG;
+  if (!z) return collx::parallel::refuse_arg(z, "collx_zero_shard", "z is NULL");
   if (master) *master = zero_master(z);
   if (grad) *grad = zero_grad_shard(z);
   if (count) *count = z->shard_count;
@@ -311,7 +312,7 @@ COLLX_API collx_status_t collx_zero_shard(collx_zero_t z, float** master, float*
 }
 
 COLLX_API collx_status_t collx_zero_pieces(collx_zero_t z, collx_zero_piece_t* pieces, size_t cap, size_t* n) {
-  if (!z || !n) return COLLX_ERR_INVALID_ARG;
+  if (!z || !n) return collx::parallel::refuse_arg(z, "collx_zero_pieces", "z or n is NULL");
   size_t k = 0;
   for (size_t pos = 0; pos < z->layout->tensors.size(); ++pos) {
     const auto& t = z->layout->tensors[pos];
@@ -327,12 +328,12 @@ COLLX_API collx_status_t collx_zero_pieces(collx_zero_t z, collx_zero_piece_t* p
 
 COLLX_API collx_status_t collx_zero_grad_norm_sq(collx_zero_t z, int32_t tp_rank, int32_t count_shared,
                                                  double* sumsq) {
-  if (!z || !sumsq) return COLLX_ERR_INVALID_ARG;
+  if (!z || !sumsq) return collx::parallel::refuse_arg(z, "collx_zero_grad_norm_sq", "z or sumsq is NULL");
   return zero_call(z, "collx_zero_grad_norm_sq", [&] { return norm_sq(z, tp_rank, count_shared, sumsq); });
 }
 
 COLLX_API const char* collx_zero_last_error(collx_zero_t z) {
-  if (!z) return thread_create_error(Handle::kZero).c_str();
+  if (!z) return thread_error().c_str();
   return z->error.get();
 }
 

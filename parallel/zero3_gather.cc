@@ -285,7 +285,7 @@ COLLX_API collx_status_t collx_zero3_release(collx_zero_t z, const uint64_t* ids
 }
 
 COLLX_API collx_status_t collx_zero3_live(collx_zero_t z, size_t* live, size_t* peak) {
-  if (!z) return COLLX_ERR_INVALID_ARG;
+  if (!z) return collx::parallel::refuse_arg(z, "collx_zero3_live", "z is NULL");
   if (live) *live = z->live;
   if (peak) *peak = z->peak;
   return COLLX_OK;

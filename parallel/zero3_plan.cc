@@ -128,7 +128,7 @@ using namespace collx::parallel;
 extern "C" {
 
 COLLX_API collx_status_t collx_zero3_plan_stats(collx_zero_t z, collx_zero3_plan_stats_t* stats) {
-  if (!z || !stats) return COLLX_ERR_INVALID_ARG;
+  if (!z || !stats) return collx::parallel::refuse_arg(z, "collx_zero3_plan_stats", "z or stats is NULL");
   if (stats->size < sizeof(collx_zero3_plan_stats_t))
     return zero_fail(z, COLLX_ERR_INVALID_ARG,
                      "collx_zero3_plan_stats: stats->size is " + std::to_string(stats->size) + ", expected " +

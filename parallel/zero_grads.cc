@@ -102,7 +102,7 @@ COLLX_API collx_status_t collx_zero_mark_ready(collx_zero_t z, uint64_t tensor_i
 }
 
 COLLX_API collx_status_t collx_zero_set_boundary(collx_zero_t z, int32_t is_last_microbatch) {
-  if (!z) return COLLX_ERR_INVALID_ARG;
+  if (!z) return collx::parallel::refuse_arg(z, "collx_zero_set_boundary", "z is NULL");
   if (is_last_microbatch != 0 && is_last_microbatch != 1)
     return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_set_boundary: is_last_microbatch must be 0 or 1");
   if (z->dp) {  // stages 0, 1 communicate at the boundary only; stage 2 every micro-step

@@ -169,14 +169,14 @@ COLLX_API collx_status_t collx_zero_get_step(collx_zero_t z, int64_t* step) {
 }
 
 COLLX_API collx_status_t collx_zero_set_step(collx_zero_t z, int64_t step) {
-  if (!z) return COLLX_ERR_INVALID_ARG;
+  if (!z) return collx::parallel::refuse_arg(z, "collx_zero_set_step", "z is NULL");
   if (step < 0) return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_set_step: step is negative");
   z->steps = step;
   return COLLX_OK;
 }
 
 COLLX_API collx_status_t collx_zero_set_lr(collx_zero_t z, double lr) {
-  if (!z) return COLLX_ERR_INVALID_ARG;
+  if (!z) return collx::parallel::refuse_arg(z, "collx_zero_set_lr", "z is NULL");
   if (!(lr >= 0) || std::isinf(lr))
     return zero_fail(z, COLLX_ERR_INVALID_ARG, "collx_zero_set_lr: lr must be finite and >= 0");
   z->config.lr = lr;

@@ -102,8 +102,8 @@ collx_status_t call(bool gather, Variant v, size_t n, size_t block, Bufs* b, col
       return gather ? collx_allgather(b->in16.data(), b->out16.data(), n, COLLX_BFLOAT16, comm, nullptr)
                     : collx_reduce_scatter(b->in16.data(), b->out16.data(), n, COLLX_BFLOAT16, COLLX_SUM, comm, nullptr);
     default:
-      return gather ? collx_quant_allgather(b->in.data(), b->out.data(), n, COLLX_FLOAT32, &c, comm)
-                    : collx_quant_reduce_scatter(b->in.data(), b->out.data(), n, COLLX_FLOAT32, COLLX_SUM, &c, comm);
+      return gather ? collx_quant_allgather(b->in.data(), b->out.data(), n, COLLX_FLOAT32, comm, &c)
+                    : collx_quant_reduce_scatter(b->in.data(), b->out.data(), n, COLLX_FLOAT32, COLLX_SUM, comm, &c);
   }
 }
 
@@ -178,7 +178,7 @@ int quant_body(const QuantArgs& a, collx_comm_t world) {
           const double dt = slowest((now_ms() - t0) * 1000.0, world);
           if (st != COLLX_OK) {
             std::fprintf(stderr, "collx-bench quant: rank %d: %s: %s %s\n", rank, variant_name(v),
-                         collx_status_name(st), collx_parallel_last_error());
+                         collx_status_name(st), collx_last_error(nullptr));
             return kExitFailure;
           }
           if (it >= a.warmup) times.push_back(dt);

@@ -59,7 +59,7 @@ class DpStore : public ParamStore {
     collx_dp_buffer(dp_, &buf, nullptr);
     double local = 0, norm = 0;
     check(collx_norm_sq_local(layout_, buf, -1, tp_rank, 1, &local), "collx_norm_sq_local", [&] { return collx_layout_last_error(layout_); });
-    check(collx_global_norm(local, axes_comm(grid_, COLLX_AXIS_TP | COLLX_AXIS_PP), &norm), "collx_global_norm", [&] { return collx_parallel_last_error(); });
+    check(collx_global_norm(local, &norm, axes_comm(grid_, COLLX_AXIS_TP | COLLX_AXIS_PP)), "collx_global_norm", [&] { return collx_last_error(nullptr); });
     return norm;
   }
   bool unscale_and_check(float inv_scale) override {
@@ -151,7 +151,7 @@ class ZeroStore : public ParamStore {
     // Sharded gradients: the shards' squares summed over the whole DP x TP x PP instance.
     double local = 0, norm = 0;
     check(collx_zero_grad_norm_sq(z_, tp_rank, 1, &local), "collx_zero_grad_norm_sq", [&] { return collx_zero_last_error(z_); });
-    check(collx_global_norm(local, axes_comm(grid_, kInstance), &norm), "collx_global_norm", [&] { return collx_parallel_last_error(); });
+    check(collx_global_norm(local, &norm, axes_comm(grid_, kInstance)), "collx_global_norm", [&] { return collx_last_error(nullptr); });
     return norm;
   }
   bool unscale_and_check(float inv_scale) override {

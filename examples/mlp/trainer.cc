@@ -73,20 +73,20 @@ collx_layout_t build_layout(const Options& opt, const Rank& r, const std::map<ui
 std::vector<float> sp_gather(const std::vector<float>& part, size_t rows, size_t cols, const Rank& r) {
   Buffer in(part), out(rows * static_cast<size_t>(r.tp_size) * cols);
   check(collx_sp_gather_first(in.data(), out.data(), rows, cols, COLLX_FLOAT32, r.tp_comm), "collx_sp_gather_first",
-        [&] { return collx_parallel_last_error(); });
+        [&] { return collx_last_error(nullptr); });
   return out.read();
 }
 
 std::vector<float> sp_reduce_scatter(const std::vector<float>& full, size_t rows, size_t cols, const Rank& r) {
   Buffer in(full), out(rows / static_cast<size_t>(r.tp_size) * cols);
   check(collx_sp_reduce_scatter_first(in.data(), out.data(), rows, cols, COLLX_FLOAT32, r.tp_comm),
-        "collx_sp_reduce_scatter_first", [&] { return collx_parallel_last_error(); });
+        "collx_sp_reduce_scatter_first", [&] { return collx_last_error(nullptr); });
   return out.read();
 }
 
 void tp_allreduce(float* values, size_t n, const Rank& r) {
   check(collx_tp_allreduce(values, n, COLLX_FLOAT32, r.tp_comm), "collx_tp_allreduce",
-        [&] { return collx_parallel_last_error(); });
+        [&] { return collx_last_error(nullptr); });
 }
 
 // One step without pipelining: (SP) gather, column-parallel layer 1, row-parallel layer 2
@@ -158,9 +158,9 @@ double pipeline_step(const Options& opt, const Rank& r, ParamStore& s, int step,
     const collx_pp_action_t* act = k < acts.size() ? &acts[k] : nullptr;
     float* recv_prev = act && act->kind == COLLX_PP_FORWARD && !stage0 ? a_msg[act->microbatch].data() : nullptr;
     float* recv_next = act && act->kind == COLLX_PP_BACKWARD && stage0 ? da_msg[act->microbatch].data() : nullptr;
-    check(collx_pp_exchange(r.pp_comm, send_next, recv_prev, send_prev, recv_next, rows * kHidden, COLLX_FLOAT32, 0,
+    check(collx_pp_exchange(send_next, recv_prev, send_prev, recv_next, rows * kHidden, COLLX_FLOAT32, 0, r.pp_comm,
                             60000),
-          "collx_pp_exchange", [&] { return collx_parallel_last_error(); });
+          "collx_pp_exchange", [&] { return collx_last_error(nullptr); });
     send_next = send_prev = nullptr;
     if (!act) break;
     const size_t mb = static_cast<size_t>(act->microbatch), row0 = first + mb * rows;
@@ -328,7 +328,7 @@ void train(const Options& opt, collx_comm_t world) {
     if (scaler) {
       // Every rank whose gradients differ takes part: the whole world here.
       int32_t found = store->unscale_and_check(static_cast<float>(1.0 / scale)) ? 1 : 0;
-      check(collx_flag_any(&found, world), "collx_flag_any", [] { return collx_parallel_last_error(); });
+      check(collx_flag_any(&found, world), "collx_flag_any", [] { return collx_last_error(nullptr); });
       check(collx_scaler_update(scaler.get(), found, &skipped), "collx_scaler_update",
             [&] { return collx_scaler_last_error(scaler.get()); });
     }

@@ -1,10 +1,20 @@
 /* collx: collective communication with a C ABI.
  *
- * Conventions that hold for every declaration below:
+ * Conventions that hold for every declaration below and in every collx/ header; they are
+ * written out, with the names changed before 1.0, in docs/api-conventions.md:
  *  - Every function returns collx_status_t (0 = success, > 0 = a state, < 0 = an error).
- *    After an error, collx_last_error(comm) holds a message naming what was wrong.
+ *    A failed call leaves its message with the calling thread: collx_last_error(NULL)
+ *    returns it. A call on a handle leaves it with the handle too: collx_last_error(comm)
+ *    for a communicator, collx_<type>_last_error(handle) for the parallel layer's handles.
  *  - Handles are opaque pointers. A handle is created by exactly one call and released by
- *    exactly one call (destroy / free); nothing else frees it.
+ *    exactly one call, collx_<type>_destroy (collx_request_free and collx_cp_ring_finish,
+ *    which also end an operation, are the two exceptions); nothing else frees it.
+ *  - Argument order: constructors take the communicator first (collx_comm_split(comm, ...),
+ *    collx_dp_create(dp_comm, ...)); calls on a handle take the handle first; collectives
+ *    and point to point take their data arguments, then the communicator, then the options
+ *    and the request. Nonblocking calls are named collx_i<name> and end with the request.
+ *  - Counts, ranks and indices in signatures are int32_t (or size_t for element counts);
+ *    plain int is used only for yes/no flags (collx_test's done) and version numbers.
  *  - Structs that cross the ABI start with `size_t size` (sizeof the struct the caller
  *    compiled with) and are filled by an init function first, so a struct can be built
  *    field by field from any language: call the init function, then set fields. Fields are
@@ -64,15 +74,18 @@ COLLX_API const char* collx_status_name(collx_status_t status);
 /* A one-line description of the code; a static string. */
 COLLX_API const char* collx_status_string(collx_status_t status);
 
-/* The message of the last failed call on `comm`; "" when none failed yet. The communicator
- * keeps it until the next failed call on it (collx_test and collx_wait of its requests
- * included); successful calls leave it. Any thread may read it and every thread reads the
- * same message. The string belongs to the communicator and stays valid until the next
- * failed call on `comm` or collx_comm_destroy(comm), whichever comes first: copy it to keep
- * it longer, and do not read it while another thread may fail a call on `comm`.
- * comm NULL: the message of the last failed call on this thread that had no communicator
- * (e.g. collx_comm_create, a NULL handle), valid until the next such failed call on this
- * thread; other threads' failures never change it. */
+/* comm NULL: the message of the last failed call of the calling thread, any call of any
+ * collx header (collx_comm_create, a collective, collx_topo_load, collx_dp_finish, ...);
+ * "" when none failed yet. Valid until the thread's next failed call; other threads'
+ * failures never change it.
+ * comm not NULL: the message of the last failed call on `comm`; "" when none failed yet.
+ * The communicator keeps it until the next failed call on it (collx_test and collx_wait of
+ * its requests included); successful calls leave it. Any thread may read it and every
+ * thread reads the same message. The string belongs to the communicator and stays valid
+ * until the next failed call on `comm` or collx_comm_destroy(comm), whichever comes first:
+ * copy it to keep it longer, and do not read it while another thread may fail a call on
+ * `comm`. Calls of the parallel layer that take a communicator keep their own message with
+ * the thread; `comm` keeps the message of a collx call that failed on it inside them. */
 COLLX_API const char* collx_last_error(collx_comm_t comm);
 
 /* ---------------------------------------------------------------------------------------

@@ -6,11 +6,11 @@
  * call and released by one call; config structs start with `size_t size` and are filled
  * by an init function first; fields are only ever appended).
  *
- * Error messages. The public API has no way to set a communicator's last error from
- * outside the core, so this layer keeps its own messages:
- *  - collx_grid_last_error(grid) for grid calls (grid == NULL: the last failed grid call
- *    of this thread, e.g. a failed collx_grid_create);
- *  - collx_layout_last_error(layout) for layout calls, collx_layout_verify included.
+ * Error messages follow collx.h's rule (docs/api-conventions.md): every failed call of this
+ * layer leaves its message with the calling thread, in collx_last_error(NULL); a call on one
+ * of this layer's handles leaves it with the handle too, in collx_<type>_last_error(handle)
+ * (collx_grid_last_error, collx_layout_last_error, collx_dp_last_error, ...), which any
+ * thread may read. Each of those given NULL returns collx_last_error(NULL).
  * When a collx call on a communicator fails inside this layer, its collx_last_error text
  * is copied into this layer's message, and collx_last_error(comm) still holds it too.
  *
@@ -104,7 +104,7 @@ COLLX_API collx_status_t collx_grid_config_init(collx_grid_config_t* config, siz
  *     EP, TP|EP, EDP (created for every ep, 1 included).
  * A NULL argument or a too small config->size gives COLLX_ERR_INVALID_ARG on the calling
  * rank only, before any communication (the other ranks then time out in step 1).
- * Errors: collx_grid_last_error(NULL) on this thread. Not thread-safe with other calls on
+ * Errors: collx_last_error(NULL) on this thread. Not thread-safe with other calls on
  * `world` (it runs collectives on it). */
 COLLX_API collx_status_t collx_grid_create(collx_comm_t world, const collx_grid_config_t* config,
                                            collx_grid_t* grid);
@@ -149,9 +149,8 @@ COLLX_API collx_status_t collx_grid_expert_dims(collx_grid_t grid, int32_t dims[
 COLLX_API collx_status_t collx_grid_expert_coords(collx_grid_t grid, int32_t rank,
                                                   int32_t coords[COLLX_GRID_NUM_DIMS]);
 
-/* Message of the last failed call on `grid`, or (grid == NULL) of the last failed grid
- * call on this thread. Valid until the next failed call on the same grid (or thread);
- * "" when none. */
+/* Message of the last failed call on `grid` (grid == NULL: collx_last_error(NULL)). Valid
+ * until the next failed call on the same grid; "" when none. */
 COLLX_API const char* collx_grid_last_error(collx_grid_t grid);
 
 /* ---------------------------------------------------------------------------------------
@@ -207,7 +206,7 @@ COLLX_API collx_status_t collx_layout_config_init(collx_layout_config_t* config,
 
 /* A new, empty layout; the config is copied. COLLX_ERR_INVALID_ARG for dp_size < 1, an
  * unknown partition, or a FLAT bucket_pad that is not a multiple of dp_size (message in
- * collx_layout_last_error(NULL) on this thread, since no layout exists). Local. */
+ * collx_last_error(NULL) on this thread, since no layout exists). Local. */
 COLLX_API collx_status_t collx_layout_create(const collx_layout_config_t* config,
                                              collx_layout_t* layout);
 /* Release the layout. Local; NULL is ignored. */
@@ -271,8 +270,8 @@ COLLX_API collx_status_t collx_layout_fingerprint(collx_layout_t layout, uint64_
  * returns its status, with collx_last_error(comm) copied into the layout's message. */
 COLLX_API collx_status_t collx_layout_verify(collx_layout_t layout, collx_comm_t comm);
 
-/* Message of the last failed call on `layout` ("" when none; NULL layout: the last failed
- * collx_layout_create on this thread). Valid until the next failed call on the same layout;
+/* Message of the last failed call on `layout` ("" when none; NULL layout:
+ * collx_last_error(NULL)). Valid until the next failed call on the same layout;
  * when several threads query one layout at once, the message may be any thread's. */
 COLLX_API const char* collx_layout_last_error(collx_layout_t layout);
 

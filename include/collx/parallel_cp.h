@@ -12,7 +12,7 @@
  *     attend(q, kv, src);          // the block after kv is in flight meanwhile
  *   collx_cp_ring_finish(ring);    // check its status too
  *
- * Errors: the status, and the message in collx_parallel_last_error() (this thread). */
+ * Errors: the status, and the message in collx_last_error(NULL) (this thread). */
 #ifndef COLLX_PARALLEL_CP_H_
 #define COLLX_PARALLEL_CP_H_
 

@@ -21,8 +21,8 @@
  * reducer owns one more thread, which rounds, launches (still in bucket order) and writes
  * back the buckets, so marking stays cheap: between the first mark of a micro-step and
  * collx_dp_finish, do not call other collectives on dp_comm (that thread is using it). Messages:
- * collx_dp_last_error(dp), or collx_dp_last_error(NULL) for a failed collx_dp_create on
- * this thread. */
+ * collx_dp_last_error(dp), and collx_last_error(NULL) of the calling thread (the only place
+ * for a failed collx_dp_create). */
 #ifndef COLLX_PARALLEL_DP_H_
 #define COLLX_PARALLEL_DP_H_
 
@@ -101,7 +101,7 @@ COLLX_API collx_status_t collx_dp_config_init(collx_dp_config_t* config, size_t 
  * size, which must outlive the reducer. The reducer borrows `layout` and `dp_comm` too.
  * Local (no communication): call collx_layout_verify first to catch layouts that differ
  * across ranks. Errors: COLLX_ERR_INVALID_ARG naming the bad argument, message in
- * collx_dp_last_error(NULL). */
+ * collx_last_error(NULL). */
 COLLX_API collx_status_t collx_dp_create(collx_comm_t dp_comm, collx_layout_t layout,
                                          const collx_dp_config_t* config, void* grad_buffer,
                                          collx_dp_t* dp);
@@ -169,8 +169,8 @@ COLLX_API collx_status_t collx_dp_zero(collx_dp_t dp);
 COLLX_API collx_status_t collx_dp_bucket_state(collx_dp_t dp, size_t bucket, size_t* pending,
                                                int32_t* launched);
 
-/* Message of the last failed call on `dp` (NULL: of the last failed collx_dp_create on
- * this thread); "" when none. Valid until the next failed call on the same handle. */
+/* Message of the last failed call on `dp` (NULL: collx_last_error(NULL)); "" when none.
+ * Valid until the next failed call on the same handle. */
 COLLX_API const char* collx_dp_last_error(collx_dp_t dp);
 
 #ifdef __cplusplus

@@ -33,7 +33,8 @@
  * ep_comm, the counts with collx_allgather and collx_alltoall.
  *
  * Errors: every call returns collx_status_t; the message is in collx_moe_last_error(plan)
- * (plan == NULL: the last failed collx_moe_plan_create on this thread). Routing that is
+ * and in collx_last_error(NULL) of the calling thread (the only place for a failed
+ * collx_moe_plan_create). Routing that is
  * invalid on any rank (an expert id outside [0, E)) or configs that differ between ranks
  * fail collx_moe_plan_create on EVERY rank (COLLX_ERR_INVALID_ARG / COLLX_ERR_MISMATCH)
  * naming the rank, so no rank is left waiting. Threads: a plan is used by one thread at a
@@ -96,9 +97,8 @@ COLLX_API collx_status_t collx_moe_dispatch(collx_moe_plan_t plan, const void* t
 COLLX_API collx_status_t collx_moe_combine(collx_moe_plan_t plan, const void* expert_out, const float* weights,
                                            void* out, void* copies, size_t hidden, collx_datatype_t datatype);
 
-/* Message of the last failed call on `plan` ("" when none); plan == NULL: the last failed
- * collx_moe_plan_create on this thread. Valid until the next failed call on the same plan
- * (or thread). */
+/* Message of the last failed call on `plan` ("" when none); plan == NULL:
+ * collx_last_error(NULL). Valid until the next failed call on the same plan. */
 COLLX_API const char* collx_moe_last_error(collx_moe_plan_t plan);
 
 #ifdef __cplusplus

@@ -49,7 +49,7 @@ typedef struct collx_scaler_state {
 /* Fill *config with the defaults above and config->size = size. Local; thread-safe. */
 COLLX_API collx_status_t collx_scaler_config_init(collx_scaler_config_t* config, size_t size);
 /* A new scaler (config copied). COLLX_ERR_INVALID_ARG naming the bad field, message in
- * collx_scaler_last_error(NULL). Local. A scaler is used by one thread at a time. */
+ * collx_last_error(NULL). Local. A scaler is used by one thread at a time. */
 COLLX_API collx_status_t collx_scaler_create(const collx_scaler_config_t* config,
                                              collx_scaler_t* scaler);
 /* Release it. NULL is ignored. */
@@ -67,8 +67,8 @@ COLLX_API collx_status_t collx_scaler_update(collx_scaler_t scaler, int32_t foun
                                              int32_t* skip_step);
 COLLX_API collx_status_t collx_scaler_get_state(collx_scaler_t scaler, collx_scaler_state_t* state);
 COLLX_API collx_status_t collx_scaler_set_state(collx_scaler_t scaler, const collx_scaler_state_t* state);
-/* Message of the last failed call on `scaler` (NULL: of the last failed create on this
- * thread); "" when none. */
+/* Message of the last failed call on `scaler` (NULL: collx_last_error(NULL)); "" when
+ * none. */
 COLLX_API const char* collx_scaler_last_error(collx_scaler_t scaler);
 
 /* ---------------------------------------------------------------------------------------
@@ -112,7 +112,7 @@ COLLX_API collx_status_t collx_norm_sq_local(collx_layout_t layout, const float*
  * differ: TP (and PP) for replicated DP gradients, DP x TP x PP for sharded ones. A
  * non-finite result is returned as is (status COLLX_OK): treat it as an overflow.
  * Collective over comm. */
-COLLX_API collx_status_t collx_global_norm(double local_sumsq, collx_comm_t comm, double* norm);
+COLLX_API collx_status_t collx_global_norm(double local_sumsq, double* norm, collx_comm_t comm);
 
 /* *coef = min(1, max_norm / (norm + 1e-6)) (Megatron and torch clip_grad_norm_); 1 when
  * max_norm <= 0 (clipping off). Multiply the gradients by coef (times 1/scale to unscale

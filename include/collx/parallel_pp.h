@@ -11,7 +11,7 @@
  * Post the "after" transfers of one action together with the "before" transfers of the
  * next in ONE collx_pp_exchange (Megatron's send_forward_recv_backward and
  * send_backward_recv_forward): posted one by one, two neighbours that both send first
- * can wait for each other forever. Errors: collx_parallel_last_error(). */
+ * can wait for each other forever. Errors: collx_last_error(NULL). */
 #ifndef COLLX_PARALLEL_PP_H_
 #define COLLX_PARALLEL_PP_H_
 
@@ -28,9 +28,9 @@ extern "C" {
  * The transfers still pending then go on in the background (their handles are released,
  * as by collx_request_free): their buffers must stay valid until they complete or pp_comm
  * is destroyed. Point to point with the neighbours; buffers are the caller's. */
-COLLX_API collx_status_t collx_pp_exchange(collx_comm_t pp_comm, const void* send_next, void* recv_prev,
-                                           const void* send_prev, void* recv_next, size_t count,
-                                           collx_datatype_t datatype, int32_t tag, int64_t timeout_ms);
+COLLX_API collx_status_t collx_pp_exchange(const void* send_next, void* recv_prev, const void* send_prev,
+                                           void* recv_next, size_t count, collx_datatype_t datatype, int32_t tag,
+                                           collx_comm_t pp_comm, int64_t timeout_ms);
 
 typedef enum collx_pp_kind {
   COLLX_PP_FORWARD = 0,
@@ -105,7 +105,7 @@ typedef struct collx_pp_step {
  * microbatches 1-4 times pp_size, and run for real: ParallelPpInterleaved tests).
  * Needs pp_size >= 2, 0 <= pp_rank < pp_size, virtual_stages >= 1, microbatches >= 1 and a
  * multiple of pp_size (Megatron's requirement: micro-batches run in groups of pp_size);
- * otherwise COLLX_ERR_INVALID_ARG naming the value, message in collx_parallel_last_error().
+ * otherwise COLLX_ERR_INVALID_ARG naming the value, message in collx_last_error(NULL).
  * Written to `steps` when cap allows (at most cap), *n set always. Pure, local,
  * thread-safe; the arrays are the caller's. */
 COLLX_API collx_status_t collx_pp_schedule_interleaved(int32_t pp_size, int32_t pp_rank, int32_t virtual_stages,
@@ -119,9 +119,9 @@ COLLX_API collx_status_t collx_pp_schedule_interleaved(int32_t pp_size, int32_t 
  * for other point to point on pp_comm. 0 <= tag < 2^30. Otherwise as collx_pp_exchange
  * (posts everything, then waits, ends by timeout_ms; buffers are the caller's and must
  * stay valid until the transfers complete or pp_comm is destroyed). */
-COLLX_API collx_status_t collx_pp_exchange_ring(collx_comm_t pp_comm, const void* send_next, void* recv_prev,
-                                                const void* send_prev, void* recv_next, size_t count,
-                                                collx_datatype_t datatype, int32_t tag, int64_t timeout_ms);
+COLLX_API collx_status_t collx_pp_exchange_ring(const void* send_next, void* recv_prev, const void* send_prev,
+                                                void* recv_next, size_t count, collx_datatype_t datatype, int32_t tag,
+                                                collx_comm_t pp_comm, int64_t timeout_ms);
 
 /* A communicator of chosen pipeline stages inside this rank's PP group, e.g. {0, pp-1}
  * for the all-reduce of a word embedding tied between the first and the last stage

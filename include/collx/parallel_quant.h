@@ -27,7 +27,7 @@
  * must call them in the same order with the same count, datatype and config; a rank whose
  * bits or block_elems differ makes every rank that receives from it return
  * COLLX_ERR_MISMATCH naming it. One thread at a time per communicator (collx.h).
- * Errors: collx_parallel_last_error() on the calling thread. */
+ * Errors: collx_last_error(NULL) on the calling thread. */
 #ifndef COLLX_PARALLEL_QUANT_H_
 #define COLLX_PARALLEL_QUANT_H_
 
@@ -68,8 +68,8 @@ COLLX_API collx_status_t collx_quant_unpack(const void* packed, size_t count, co
  * bfloat16 or float16. In place: sendbuf == recvbuf + rank * sendcount (in elements);
  * any other overlap is COLLX_ERR_INVALID_ARG. Collective. */
 COLLX_API collx_status_t collx_quant_allgather(const void* sendbuf, void* recvbuf, size_t sendcount,
-                                               collx_datatype_t datatype, const collx_quant_config_t* config,
-                                               collx_comm_t comm);
+                                               collx_datatype_t datatype, collx_comm_t comm,
+                                               const collx_quant_config_t* config);
 
 /* sendbuf holds size * recvcount elements; rank r receives in recvbuf the reduction (op
  * COLLX_SUM or COLLX_AVG) over ranks of block r, computed from the other ranks' quantized
@@ -77,8 +77,8 @@ COLLX_API collx_status_t collx_quant_allgather(const void* sendbuf, void* recvbu
  * all-gather. In place: recvbuf == sendbuf + rank * recvcount (in elements); any other
  * overlap is COLLX_ERR_INVALID_ARG. Collective. */
 COLLX_API collx_status_t collx_quant_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
-                                                    collx_datatype_t datatype, collx_op_t op,
-                                                    const collx_quant_config_t* config, collx_comm_t comm);
+                                                    collx_datatype_t datatype, collx_op_t op, collx_comm_t comm,
+                                                    const collx_quant_config_t* config);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -29,12 +29,12 @@ extern "C" {
 #endif
 
 /* In-place SUM all-reduce of count elements over tp_comm: g forward, f backward.
- * The async form lets the engine overlap the dX reduction with the weight-gradient GEMM
- * (collx_wait the request before reading buf). */
+ * The nonblocking form collx_tp_iallreduce lets the engine overlap the dX reduction with
+ * the weight-gradient GEMM (collx_wait the request before reading buf). */
 COLLX_API collx_status_t collx_tp_allreduce(void* buf, size_t count, collx_datatype_t datatype,
                                             collx_comm_t tp_comm);
-COLLX_API collx_status_t collx_tp_allreduce_async(void* buf, size_t count, collx_datatype_t datatype,
-                                                  collx_comm_t tp_comm, collx_request_t* request);
+COLLX_API collx_status_t collx_tp_iallreduce(void* buf, size_t count, collx_datatype_t datatype,
+                                             collx_comm_t tp_comm, collx_request_t* request);
 
 /* Keep column block r of [rows x cols]: out is [rows x cols/t]. cols must be divisible by
  * t. Local (the comm gives t and r). */
@@ -86,11 +86,6 @@ COLLX_API collx_status_t collx_tp_vocab_ce_bwd(const float* softmax, const int64
  * layout's buffer, e.g. collx_dp_buffer), coalesced into one collective (Megatron
  * _allreduce_non_tensor_model_parallel_grads). Call before the DP reduction. Collective. */
 COLLX_API collx_status_t collx_tp_finalize_grads(collx_layout_t layout, float* buffer, collx_comm_t tp_comm);
-
-/* Message of the last failed handle-less call of the parallel layer on this thread (the
- * tp/sp ops above, collx_pp_*, collx_flag_any, collx_global_norm): the bad argument, or
- * the communicator's collx_last_error. "" when none; valid until the next failure. */
-COLLX_API const char* collx_parallel_last_error(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

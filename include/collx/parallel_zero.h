@@ -22,8 +22,9 @@
  * norm_sq and parallel_mp.h); collx_zero_step; collx_zero_publish (all-gather of the
  * updated parameters).
  *
- * One thread at a time per handle. Messages: collx_zero_last_error(z) (NULL: of a failed
- * collx_zero_create on this thread). Every collective call is collective over dp_comm. */
+ * One thread at a time per handle. Messages: collx_zero_last_error(z), and
+ * collx_last_error(NULL) of the calling thread (the only place for a failed
+ * collx_zero_create). Every collective call is collective over dp_comm. */
 #ifndef COLLX_PARALLEL_ZERO_H_
 #define COLLX_PARALLEL_ZERO_H_
 
@@ -296,6 +297,8 @@ typedef struct collx_zero_memory {
 /* Local. memory->size must be at least sizeof(collx_zero_memory_t). */
 COLLX_API collx_status_t collx_zero_memory(collx_zero_t z, collx_zero_memory_t* memory);
 
+/* Message of the last failed call on `z` (NULL: collx_last_error(NULL)); "" when none.
+ * Valid until the next failed call on the same handle. */
 COLLX_API const char* collx_zero_last_error(collx_zero_t z);
 
 #ifdef __cplusplus

@@ -4,7 +4,7 @@
  *
  * Conventions are those of collx/collx.h; in particular:
  *  - A collx_topo_t is created by exactly one collx_topo_load* call and released by
- *    collx_topo_free; it is immutable in between, so any number of threads may query one
+ *    collx_topo_destroy; it is immutable in between, so any number of threads may query one
  *    handle concurrently. Loading and freeing are not concurrent with queries of the same
  *    handle.
  *  - After an error, collx_last_error(NULL) (on the calling thread) names what was wrong.
@@ -50,7 +50,7 @@ typedef enum collx_bind {
 } collx_bind_t;
 
 /* Loads this machine's topology (with PCI devices, GPUs and network interfaces). On
- * success *topo is a new handle owned by the caller (release with collx_topo_free). */
+ * success *topo is a new handle owned by the caller (release with collx_topo_destroy). */
 COLLX_API collx_status_t collx_topo_load(collx_topo_t* topo);
 /* Loads an hwloc XML topology: `path_or_xml` is a file name, or the XML text itself when it
  * starts with '<'. The string is only read during the call. */
@@ -58,10 +58,10 @@ COLLX_API collx_status_t collx_topo_load_xml(const char* path_or_xml, collx_topo
 /* Loads an hwloc synthetic topology such as "pack:2 numa:2 core:4 pu:2" (no I/O devices). */
 COLLX_API collx_status_t collx_topo_load_synthetic(const char* description, collx_topo_t* topo);
 /* Releases a handle; NULL is accepted and does nothing. */
-COLLX_API collx_status_t collx_topo_free(collx_topo_t topo);
+COLLX_API collx_status_t collx_topo_destroy(collx_topo_t topo);
 
 /* Number of objects of `kind`. */
-COLLX_API collx_status_t collx_topo_count(collx_topo_t topo, collx_topo_kind_t kind, int* count);
+COLLX_API collx_status_t collx_topo_count(collx_topo_t topo, collx_topo_kind_t kind, int32_t* count);
 
 /* One object. Fields that do not apply to a kind are -1 (integers) or "" (strings).
  * Initialize with collx_topo_object_init before collx_topo_get, like every size-prefixed
@@ -86,14 +86,14 @@ typedef struct collx_topo_object {
 } collx_topo_object_t;
 
 COLLX_API collx_status_t collx_topo_object_init(collx_topo_object_t* object, size_t size);
-COLLX_API collx_status_t collx_topo_get(collx_topo_t topo, collx_topo_kind_t kind, int index,
+COLLX_API collx_status_t collx_topo_get(collx_topo_t topo, collx_topo_kind_t kind, int32_t index,
                                         collx_topo_object_t* object);
 
 /* The PUs (OS numbers, ascending) of an object: its own for packages, NUMA nodes, cores,
  * PUs and caches; those it is local to for PCI devices, GPUs and NICs. Writes at most
  * `capacity` of them to `cpus` (may be NULL when capacity is 0) and the total to *count. */
-COLLX_API collx_status_t collx_topo_cpus(collx_topo_t topo, collx_topo_kind_t kind, int index, int* cpus,
-                                         int capacity, int* count);
+COLLX_API collx_status_t collx_topo_cpus(collx_topo_t topo, collx_topo_kind_t kind, int32_t index, int32_t* cpus,
+                                         int32_t capacity, int32_t* count);
 
 /* The topology as JSON, NUL-terminated. *len is the capacity of `buf` on entry and the
  * bytes needed (with the NUL) on return. With buf NULL only *len is set (COLLX_OK); with a
@@ -104,23 +104,25 @@ COLLX_API collx_status_t collx_topo_to_json(collx_topo_t topo, char* buf, size_t
 
 /* Logical NUMA node nearest a PCI device, GPU or NIC (kind COLLX_TOPO_PCI/GPU/NIC), or -1
  * when the device is not local to a single node. */
-COLLX_API collx_status_t collx_topo_nearest_numa(collx_topo_t topo, collx_topo_kind_t kind, int index, int* numa);
+COLLX_API collx_status_t collx_topo_nearest_numa(collx_topo_t topo, collx_topo_kind_t kind, int32_t index,
+                                                 int32_t* numa);
 
 /* The NIC (index, -1 if the machine has none) for local rank `local_rank` of `local_size`
  * using GPU `gpu` (-1 for none): nearest its NUMA node (same node, then same package),
  * fastest among those, equal ones shared out by local rank. */
-COLLX_API collx_status_t collx_topo_nic_for_rank(collx_topo_t topo, int local_rank, int local_size, int gpu,
-                                                 int* nic);
+COLLX_API collx_status_t collx_topo_nic_for_rank(collx_topo_t topo, int32_t local_rank, int32_t local_size, int32_t gpu,
+                                                 int32_t* nic);
 
 /* The PUs to bind a rank to for `mode` (see collx_bind_t), written like collx_topo_cpus.
  * An empty list means "do not bind". */
-COLLX_API collx_status_t collx_topo_bind_cpus(collx_topo_t topo, collx_bind_t mode, int local_rank, int local_size,
-                                              int gpu, int* cpus, int capacity, int* count);
+COLLX_API collx_status_t collx_topo_bind_cpus(collx_topo_t topo, collx_bind_t mode, int32_t local_rank,
+                                              int32_t local_size, int32_t gpu, int32_t* cpus, int32_t capacity,
+                                              int32_t* count);
 
 /* A ring over `nranks` ranks where hosts[r] names rank r's host: ranks grouped by host
  * (hosts in order of their lowest rank), ascending within a host, so the ring crosses each
- * host boundary once. order[i] receives the rank at position i (caller-owned, nranks ints). */
-COLLX_API collx_status_t collx_topo_ring_order(const char* const* hosts, int nranks, int* order);
+ * host boundary once. order[i] receives the rank at position i (caller-owned, nranks entries). */
+COLLX_API collx_status_t collx_topo_ring_order(const char* const* hosts, int32_t nranks, int32_t* order);
 
 #ifdef __cplusplus
 }

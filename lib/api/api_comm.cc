@@ -89,7 +89,7 @@ collx_status_t collx_comm_destroy(collx_comm_t comm) {
 }
 
 collx_status_t collx_comm_abort(collx_comm_t comm) {
-  if (!comm || !comm->impl) return COLLX_ERR_INVALID_ARG;
+  if (!comm || !comm->impl) return api::report(nullptr, api::null_handle("comm"));
   comm->impl->abort();
   return COLLX_OK;
 }

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "lib/api/handles.h"
+#include "lib/common/thread_error.h"
 #include "lib/core/launch_env.h"
 #include "lib/core/names.h"
 #include "lib/dtype/datatype.h"
@@ -9,23 +10,19 @@
 namespace collx {
 namespace api {
 
-namespace {
-thread_local std::string t_thread_error;
-}  // namespace
-
 void set_thread_error(const Status& status) {
-  t_thread_error = status.ok() ? std::string() : std::string(status_name(status.code())) + ": " + status.message();
+  thread_error_message() =
+      status.ok() ? std::string() : std::string(status_name(status.code())) + ": " + status.message();
 }
 
-const char* thread_error() { return t_thread_error.c_str(); }
+const char* thread_error() { return thread_error_message().c_str(); }
 
+// The rule of docs/api-conventions.md: the calling thread always gets the message, and the
+// communicator too when the call had one.
 collx_status_t report(collx_comm_t comm, const Status& status) {
   if (status.code() == COLLX_OK || status.code() == COLLX_IN_PROGRESS) return status.code();
-  if (comm && comm->impl) {
-    comm->impl->set_last_error(status);
-  } else {
-    set_thread_error(status);
-  }
+  if (comm && comm->impl) comm->impl->set_last_error(status);
+  set_thread_error(status);
   return status.code();
 }
 

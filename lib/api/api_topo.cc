@@ -162,12 +162,12 @@ collx_status_t collx_topo_load_synthetic(const char* description, collx_topo_t* 
   });
 }
 
-collx_status_t collx_topo_free(collx_topo_t topo) {
+collx_status_t collx_topo_destroy(collx_topo_t topo) {
   delete topo;
   return COLLX_OK;
 }
 
-collx_status_t collx_topo_count(collx_topo_t topo, collx_topo_kind_t kind, int* count) {
+collx_status_t collx_topo_count(collx_topo_t topo, collx_topo_kind_t kind, int32_t* count) {
   return api::guarded(nullptr, [&]() -> Status {
     if (!topo || !count) return api::null_handle(!topo ? "topo" : "count");
     const int n = kind_count(topo->topo, kind);
@@ -194,7 +194,7 @@ collx_status_t collx_topo_object_init(collx_topo_object_t* object, size_t size) 
   });
 }
 
-collx_status_t collx_topo_get(collx_topo_t topo, collx_topo_kind_t kind, int index, collx_topo_object_t* object) {
+collx_status_t collx_topo_get(collx_topo_t topo, collx_topo_kind_t kind, int32_t index, collx_topo_object_t* object) {
   return api::guarded(nullptr, [&]() -> Status {
     COLLX_RETURN_IF_ERROR(check_object(topo, kind, index));
     if (!object) return api::null_handle("object");
@@ -212,8 +212,8 @@ collx_status_t collx_topo_get(collx_topo_t topo, collx_topo_kind_t kind, int ind
   });
 }
 
-collx_status_t collx_topo_cpus(collx_topo_t topo, collx_topo_kind_t kind, int index, int* cpus, int capacity,
-                               int* count) {
+collx_status_t collx_topo_cpus(collx_topo_t topo, collx_topo_kind_t kind, int32_t index, int32_t* cpus,
+                               int32_t capacity, int32_t* count) {
   return api::guarded(nullptr, [&]() -> Status {
     COLLX_RETURN_IF_ERROR(check_object(topo, kind, index));
     if (kind == COLLX_TOPO_PU) return write_cpus({topo->topo.pus[index].os_index}, cpus, capacity, count);
@@ -237,7 +237,7 @@ collx_status_t collx_topo_to_json(collx_topo_t topo, char* buf, size_t* len) {
   });
 }
 
-collx_status_t collx_topo_nearest_numa(collx_topo_t topo, collx_topo_kind_t kind, int index, int* numa) {
+collx_status_t collx_topo_nearest_numa(collx_topo_t topo, collx_topo_kind_t kind, int32_t index, int32_t* numa) {
   return api::guarded(nullptr, [&]() -> Status {
     COLLX_RETURN_IF_ERROR(check_object(topo, kind, index));
     if (!numa) return api::null_handle("numa");
@@ -254,7 +254,8 @@ collx_status_t collx_topo_nearest_numa(collx_topo_t topo, collx_topo_kind_t kind
   });
 }
 
-collx_status_t collx_topo_nic_for_rank(collx_topo_t topo, int local_rank, int local_size, int gpu, int* nic) {
+collx_status_t collx_topo_nic_for_rank(collx_topo_t topo, int32_t local_rank, int32_t local_size, int32_t gpu,
+                                       int32_t* nic) {
   return api::guarded(nullptr, [&]() -> Status {
     if (!topo || !nic) return api::null_handle(!topo ? "topo" : "nic");
     Status status;
@@ -265,8 +266,8 @@ collx_status_t collx_topo_nic_for_rank(collx_topo_t topo, int local_rank, int lo
   });
 }
 
-collx_status_t collx_topo_bind_cpus(collx_topo_t topo, collx_bind_t mode, int local_rank, int local_size, int gpu,
-                                    int* cpus, int capacity, int* count) {
+collx_status_t collx_topo_bind_cpus(collx_topo_t topo, collx_bind_t mode, int32_t local_rank, int32_t local_size,
+                                    int32_t gpu, int32_t* cpus, int32_t capacity, int32_t* count) {
   return api::guarded(nullptr, [&]() -> Status {
     if (!topo) return api::null_handle("topo");
     topo::BindMode m = topo::BindMode::kNone;
@@ -283,7 +284,7 @@ collx_status_t collx_topo_bind_cpus(collx_topo_t topo, collx_bind_t mode, int lo
   });
 }
 
-collx_status_t collx_topo_ring_order(const char* const* hosts, int nranks, int* order) {
+collx_status_t collx_topo_ring_order(const char* const* hosts, int32_t nranks, int32_t* order) {
   return api::guarded(nullptr, [&]() -> Status {
     if (nranks < 0) return make_status(COLLX_ERR_INVALID_ARG, "nranks %d is negative", nranks);
     if (nranks > 0 && (!hosts || !order)) return api::null_handle(!hosts ? "hosts" : "order");

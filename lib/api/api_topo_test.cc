@@ -27,7 +27,7 @@ TEST(TopologyCApi, UnsupportedWithoutHwloc) {
 struct Topo {
   collx_topo_t t = nullptr;
   Topo() { EXPECT_EQ(collx_topo_load_xml(kXml.c_str(), &t), COLLX_OK) << collx_last_error(nullptr); }
-  ~Topo() { collx_topo_free(t); }
+  ~Topo() { collx_topo_destroy(t); }
 };
 
 std::vector<int> cpus_of(collx_topo_t t, collx_topo_kind_t kind, int index) {
@@ -75,7 +75,7 @@ TEST(TopologyCApi, BadArgumentsNameWhatWasWrong) {
   collx_topo_t none = nullptr;
   EXPECT_EQ(collx_topo_load_synthetic("nonsense:3", &none), COLLX_ERR_INVALID_ARG);
   EXPECT_EQ(none, nullptr);
-  EXPECT_EQ(collx_topo_free(nullptr), COLLX_OK);
+  EXPECT_EQ(collx_topo_destroy(nullptr), COLLX_OK);
 }
 
 TEST(TopologyCApi, JsonSizeQueryAndTooSmallBuffer) {

@@ -30,11 +30,11 @@ struct collx_store_s {
 namespace collx {
 namespace api {
 
-// Message of the last failed call without a communicator, on this thread.
+// The calling thread's message (collx_last_error(NULL)): every failed call records it.
 void set_thread_error(const Status& status);
 const char* thread_error();
 
-// Records `status` as the last error (of `comm` when given) and returns its code.
+// Records `status` as the calling thread's last error (and `comm`'s when given); returns its code.
 collx_status_t report(collx_comm_t comm, const Status& status);
 
 // Runs `body` (returning Status), converting exceptions into statuses.

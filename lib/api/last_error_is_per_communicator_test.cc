@@ -1,7 +1,8 @@
 // collx_last_error as collx.h promises it: the message belongs to the communicator, is the
 // same from every thread, stays put (pointer and text) until the next failed call on that
 // communicator, and is untouched by successful calls and by other communicators' failures.
-// collx_last_error(NULL) is per thread.
+// collx_last_error(NULL) is per thread and holds the thread's last failure of any call, with
+// or without a communicator (docs/api-conventions.md).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -60,6 +61,17 @@ TEST(LastError, EachCommunicatorKeepsItsOwnMessageForEveryThread) {
   fail_with_root(comm_a, 11);
   EXPECT_TRUE(names_root(collx_last_error(comm_a), 11)) << collx_last_error(comm_a);
   EXPECT_TRUE(names_root(collx_last_error(comm_b), 9)) << collx_last_error(comm_b);
+}
+
+TEST(LastError, AFailedCallOnACommunicatorAlsoLeavesItsMessageWithTheCallingThread) {
+  ThreadRanks a(1);
+  ASSERT_TRUE(a.ok()) << a.error();
+  fail_with_root(a.comm(0), 5);
+  EXPECT_TRUE(names_root(collx_last_error(nullptr), 5)) << collx_last_error(nullptr);
+  std::string other_thread_sees;
+  std::thread other([&] { other_thread_sees = collx_last_error(nullptr); });
+  other.join();
+  EXPECT_EQ(other_thread_sees, "");
 }
 
 TEST(LastError, WithoutACommunicatorTheMessageBelongsToTheThread) {

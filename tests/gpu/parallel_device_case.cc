@@ -60,14 +60,14 @@ std::string same_on_device(const std::string& what, const std::vector<Bytes>& bu
   std::vector<Bytes> host = buffers;
   std::vector<void*> hp, dp;
   for (Bytes& b : host) hp.push_back(b.data());
-  if (op(hp) != COLLX_OK) return what + " (host): " + collx_parallel_last_error() + "\n";
+  if (op(hp) != COLLX_OK) return what + " (host): " + collx_last_error(nullptr) + "\n";
   std::vector<std::unique_ptr<DeviceBuffer>> dev;
   for (const Bytes& b : buffers) {
     dev.push_back(std::make_unique<DeviceBuffer>(b.size(), b.data()));
     if (!dev.back()->ok()) return what + ": no device buffer\n";
     dp.push_back(dev.back()->get());
   }
-  if (op(dp) != COLLX_OK) return what + " (device): " + collx_parallel_last_error() + "\n";
+  if (op(dp) != COLLX_OK) return what + " (device): " + collx_last_error(nullptr) + "\n";
   if (!stream.wait()) return what + ": waiting for the stream failed\n";
   std::string failures;
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -91,7 +91,7 @@ std::string tp_sp_cases(int rank, int t, collx_comm_t comm, const std::string& l
     });
     failures += same_on_device("tp_allreduce_async" + suffix, {x}, stream, [&](const std::vector<void*>& p) {
       collx_request_t r = nullptr;
-      collx_status_t st = collx_tp_allreduce_async(p[0], rows * cols, dt, comm, &r);
+      collx_status_t st = collx_tp_iallreduce(p[0], rows * cols, dt, comm, &r);
       if (st != COLLX_OK) return st;
       st = collx_wait(r, 60000);
       collx_request_free(r);
@@ -117,7 +117,7 @@ std::string tp_sp_cases(int rank, int t, collx_comm_t comm, const std::string& l
         "pp_exchange_ring" + suffix,
         {parallel_data(dt, count, rank, 5), Bytes(bytes), parallel_data(dt, count, rank, 6), Bytes(bytes)}, stream,
         [&](const std::vector<void*>& p) {
-          return collx_pp_exchange_ring(comm, p[0], p[1], p[2], p[3], count, dt, 3, 60000);
+          return collx_pp_exchange_ring(p[0], p[1], p[2], p[3], count, dt, 3, comm, 60000);
         });
   }
   return failures;
@@ -157,8 +157,8 @@ std::string vocab_ce_cases(int rank, int t, collx_comm_t comm, const std::string
   const collx_status_t st =
       collx_tp_vocab_ce_fwd(reinterpret_cast<float*>(dl.get()), reinterpret_cast<int64_t*>(dt.get()), n, v, start,
                             vocab, reinterpret_cast<float*>(dloss_out.get()), nullptr, comm);
-  if (st != COLLX_ERR_INVALID_ARG || std::string(collx_parallel_last_error()).find("targets[3]") == std::string::npos)
-    failures += what + " bad target: status " + std::to_string(st) + ", " + collx_parallel_last_error() + "\n";
+  if (st != COLLX_ERR_INVALID_ARG || std::string(collx_last_error(nullptr)).find("targets[3]") == std::string::npos)
+    failures += what + " bad target: status " + std::to_string(st) + ", " + collx_last_error(nullptr) + "\n";
   return failures;
 }
 

@@ -147,7 +147,7 @@ TEST(ParallelDevice, OverflowFlagAndNormOnDeviceBuffers) {
       DeviceBuffer dg(total * 4, g.data()), dsum(8);
       // A host result: the call waits. A device result: queued only.
       ASSERT_EQ(collx_norm_sq_local(l, reinterpret_cast<float*>(dg.get()), owner, 0, 1, &dev_host_out), COLLX_OK)
-          << collx_parallel_last_error();
+          << collx_last_error(nullptr);
       ASSERT_EQ(collx_norm_sq_local(l, reinterpret_cast<float*>(dg.get()), owner, 0, 1,
                                     reinterpret_cast<double*>(dsum.get())), COLLX_OK);
       ASSERT_TRUE(stream.wait());
@@ -167,7 +167,7 @@ TEST(ParallelDevice, OverflowFlagAndNormOnDeviceBuffers) {
       ASSERT_EQ(collx_found_nonfinite(hv.data(), total, 0.5f, &host_found), COLLX_OK);
       DeviceBuffer dv(total * 4, v.data()), dv2(total * 4, v.data()), dflag(4);
       ASSERT_EQ(collx_found_nonfinite(reinterpret_cast<float*>(dv.get()), total, 0.5f, &dev_found), COLLX_OK)
-          << collx_parallel_last_error();
+          << collx_last_error(nullptr);
       EXPECT_EQ(dev_found, host_found);
       ASSERT_EQ(collx_found_nonfinite(reinterpret_cast<float*>(dv2.get()), total, 0.5f,
                                       reinterpret_cast<int32_t*>(dflag.get())), COLLX_OK);
@@ -206,7 +206,7 @@ TEST(ParallelDevice, FlagAnyOnDeviceFlagsReachesEveryRank) {
       DeviceBuffer dg(g.size() * 4, g.data()), dflag(4);
       auto* flag = reinterpret_cast<int32_t*>(dflag.get());
       ASSERT_EQ(collx_found_nonfinite(reinterpret_cast<float*>(dg.get()), g.size(), 1.0f, flag), COLLX_OK);
-      ASSERT_EQ(collx_flag_any(flag, comm), COLLX_OK) << collx_parallel_last_error();
+      ASSERT_EQ(collx_flag_any(flag, comm), COLLX_OK) << collx_last_error(nullptr);
       int32_t got = -1;
       std::memcpy(&got, dflag.read(0, 4).data(), 4);
       EXPECT_EQ(got, overflowing >= 0 ? 1 : 0) << "rank " << rank;
@@ -222,16 +222,16 @@ TEST(ParallelDevice, MixedHostAndDeviceBuffersAreRefused) {
     std::vector<float> host(8);
     DeviceBuffer dev(8 * 4);
     EXPECT_EQ(collx_tp_split_last(dev.get(), host.data(), 2, 4, COLLX_FLOAT32, comm), COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("one kind"), std::string::npos)
-        << collx_parallel_last_error();
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find("one kind"), std::string::npos)
+        << collx_last_error(nullptr);
     int32_t* dflag = reinterpret_cast<int32_t*>(dev.get());
     EXPECT_EQ(collx_found_nonfinite(host.data(), 8, 1.0f, dflag), COLLX_ERR_INVALID_ARG);
-    EXPECT_NE(std::string(collx_parallel_last_error()).find("values"), std::string::npos)
-        << collx_parallel_last_error();
+    EXPECT_NE(std::string(collx_last_error(nullptr)).find("values"), std::string::npos)
+        << collx_last_error(nullptr);
     // No values: the device flag is cleared (queued on the stream).
     const int32_t one = 1;
     ASSERT_TRUE(cuda::copy(dflag, &one, 4, cuda::CopyKind::kHostToDevice).ok());
-    EXPECT_EQ(collx_found_nonfinite(nullptr, 0, 1.0f, dflag), COLLX_OK) << collx_parallel_last_error();
+    EXPECT_EQ(collx_found_nonfinite(nullptr, 0, 1.0f, dflag), COLLX_OK) << collx_last_error(nullptr);
     ASSERT_TRUE(stream.wait());
     EXPECT_EQ(dev.read(0, 4), Bytes(4, 0));
   });

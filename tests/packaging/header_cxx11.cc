@@ -17,7 +17,7 @@ int header_uses() {
     collx_topo_object_t object;
     (void)collx_topo_object_init(&object, sizeof object);
     (void)collx_topo_get(topo, COLLX_TOPO_GPU, 0, &object);
-    (void)collx_topo_free(topo);
+    (void)collx_topo_destroy(topo);
   }
   return COLLX_VERSION_CODE > 0 && COLLX_OK == 0;
 }
