@@ -33,9 +33,11 @@ constexpr const char* kStagingCopy =
 
 }  // namespace
 
-Status Communicator::post_p2p(const CollCall& call, std::shared_ptr<RequestImpl>* out) {
+Status Communicator::post_p2p(const CollCall& submitted, std::shared_ptr<RequestImpl>* out) {
   LogRankScope log_rank(rank_);
-  COLLX_RETURN_IF_ERROR(validate(call));
+  COLLX_RETURN_IF_ERROR(validate(submitted));
+  CollCall call = submitted;  // the buffer's memory kind probed once, here (comm_device.h)
+  resolve_mem_kind(&call);
   COLLX_RETURN_IF_ERROR(capture_check(call));
   if (failed_.load(std::memory_order_acquire)) return unusable();
   auto request = std::make_shared<RequestImpl>(shared_from_this(), /*is_p2p=*/true);

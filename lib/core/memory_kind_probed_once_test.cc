@@ -66,6 +66,34 @@ TEST_F(MemoryKindProbe, BlockingNonblockingAndGroupedHostCallsProbeOnce) {
   EXPECT_EQ(buf[0], 1.0f);  // one rank: the sum is the input
 }
 
+// Point-to-point on the caller's stream: the capture check and the route read the kind
+// resolved when the call is posted (one probe per call, not one per step).
+TEST_F(MemoryKindProbe, SendAndRecvOnAStreamProbeOnceEach) {
+  ThreadRanks world(2);
+  ASSERT_TRUE(world.ok()) << world.error();
+  void* stream = nullptr;
+  ASSERT_TRUE(cuda::stream_create(&stream).ok());
+  collx_opts_t opts;
+  ASSERT_EQ(collx_opts_init(&opts, sizeof opts), COLLX_OK);
+  opts.stream = stream;  // mem_kind stays COLLX_MEM_AUTO; the buffers are host memory
+  std::vector<float> sent(8, 2.5f), received(8, 0.0f);
+  const uint64_t probes = probes_during([&] {
+    collx_request_t send = nullptr, recv = nullptr;
+    ASSERT_EQ(collx_irecv(received.data(), received.size(), COLLX_FLOAT32, 0, 7, world.comm(1), &opts, &recv),
+              COLLX_OK)
+        << collx_last_error(world.comm(1));
+    ASSERT_EQ(collx_isend(sent.data(), sent.size(), COLLX_FLOAT32, 1, 7, world.comm(0), &opts, &send), COLLX_OK)
+        << collx_last_error(world.comm(0));
+    ASSERT_EQ(collx_wait(send, 60000), COLLX_OK) << collx_last_error(world.comm(0));
+    ASSERT_EQ(collx_wait(recv, 60000), COLLX_OK) << collx_last_error(world.comm(1));
+    collx_request_free(send);
+    collx_request_free(recv);
+  });
+  EXPECT_EQ(probes, 2u) << "one probe for the send, one for the receive";
+  EXPECT_EQ(received, sent);
+  cuda::stream_destroy(stream);
+}
+
 // Device buffers on the caller's stream: the capture check, the stream-ordered route (staged:
 // tcp only; CUDA IPC gated: shm) and the executor's dispatch all read the resolved kind.
 TEST_F(MemoryKindProbe, NonblockingDeviceCallsOnAStreamProbeOnce) {
